@@ -1,0 +1,155 @@
+"""The agent registry: who joined which project, when each was last seen, who left.
+
+Status is computed at query time from ``now`` (never from the projection's own clock):
+``active`` (seen within ``2 × interval``), ``idle`` (seen within ``ttl`` but missed a
+heartbeat, or self-reported idle), ``stale`` (no heartbeat for ``ttl`` = 3 intervals),
+``left`` (deregistered or timed out).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from .. import clock
+from ..events import StoredEvent
+from ..events.kinds import AgentDeregistered, AgentHeartbeat, AgentRegistered
+from .base import Projection
+
+HEARTBEAT_INTERVAL = 20.0  # seconds between heartbeats a client is asked for
+HEARTBEAT_TTL = 3 * HEARTBEAT_INTERVAL  # missing 3 intervals makes an agent stale
+
+
+class AgentView(msgspec.Struct, frozen=True):
+    agent_id: str
+    name: str
+    agent_type: str
+    role: str
+    project_root: str
+    status: str  # active | idle | stale | left
+    registered_at: str
+    last_seen: str
+    age_seconds: float
+    heartbeats: int
+    pid: int | None = None
+    host: str | None = None
+    session_id: str | None = None
+    reported_status: str | None = None
+    left_at: str | None = None
+    left_reason: str | None = None
+
+
+class AgentRegistry(Projection):
+    name = "agents"
+    version = 1
+    kinds = frozenset({"agent.registered", "agent.heartbeat", "agent.deregistered"})
+    tables = {
+        "agents": """CREATE TABLE IF NOT EXISTS agents (
+            agent_id      TEXT PRIMARY KEY,
+            name          TEXT NOT NULL,
+            agent_type    TEXT NOT NULL,
+            role          TEXT NOT NULL,
+            project_root  TEXT NOT NULL,
+            pid           INTEGER,
+            host          TEXT,
+            session_id    TEXT,
+            registered_at TEXT NOT NULL,
+            last_seen     TEXT NOT NULL,
+            reported_status TEXT,
+            heartbeats    INTEGER NOT NULL,
+            left_at       TEXT,
+            left_reason   TEXT
+        )""",
+    }
+    indexes = ("CREATE INDEX IF NOT EXISTS agents_project ON agents (project_root, agent_type, role)",)
+
+    def apply(self, conn: Any, event: StoredEvent) -> None:
+        ev = event.data()
+        if isinstance(ev, AgentRegistered):
+            conn.execute(
+                "INSERT INTO agents (agent_id, name, agent_type, role, project_root, pid, host, session_id,"
+                " registered_at, last_seen, reported_status, heartbeats, left_at, left_reason)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, 0, NULL, NULL)"
+                " ON CONFLICT(agent_id) DO UPDATE SET name = excluded.name, agent_type = excluded.agent_type,"
+                " role = excluded.role, project_root = excluded.project_root, pid = excluded.pid,"
+                " host = excluded.host, session_id = excluded.session_id, registered_at = excluded.registered_at,"
+                " last_seen = excluded.last_seen, reported_status = NULL, left_at = NULL, left_reason = NULL",
+                (ev.agent_id, ev.name, ev.agent_type, ev.role, ev.project_root, ev.pid, ev.host, ev.session_id,
+                 event.ts, event.ts),
+            )
+        elif isinstance(ev, AgentHeartbeat):
+            conn.execute(
+                "UPDATE agents SET last_seen = ?, heartbeats = heartbeats + 1,"
+                " reported_status = coalesce(?, reported_status) WHERE agent_id = ?",
+                (event.ts, ev.status, ev.agent_id),
+            )
+        elif isinstance(ev, AgentDeregistered):
+            conn.execute(
+                "UPDATE agents SET left_at = ?, left_reason = ? WHERE agent_id = ?",
+                (event.ts, ev.reason, ev.agent_id),
+            )
+
+
+_COLS = (
+    "agent_id, name, agent_type, role, project_root, pid, host, session_id, registered_at, last_seen,"
+    " reported_status, heartbeats, left_at, left_reason"
+)
+
+
+def status_of(last_seen: str, left_at: str | None, reported: str | None, now: float,
+              ttl: float = HEARTBEAT_TTL) -> tuple[str, float]:
+    age = max(0.0, now - clock.parse(last_seen))
+    if left_at is not None:
+        return "left", age
+    if age > ttl:
+        return "stale", age
+    if age > 2 * ttl / 3 or reported == "idle":
+        return "idle", age
+    return "active", age
+
+
+def _view(row: tuple[Any, ...], now: float, ttl: float) -> AgentView:
+    (agent_id, name, agent_type, role, project_root, pid, host, session_id, registered_at, last_seen,
+     reported, heartbeats, left_at, left_reason) = row
+    status, age = status_of(last_seen, left_at, reported, now, ttl)
+    return AgentView(agent_id, name, agent_type, role, project_root, status, registered_at, last_seen,
+                     round(age, 3), heartbeats, pid, host, session_id, reported, left_at, left_reason)
+
+
+def list_agents(conn: Any, *, now: float, project_root: str | None = None, include_left: bool = False,
+                ttl: float = HEARTBEAT_TTL) -> list[AgentView]:
+    sql = f"SELECT {_COLS} FROM agents"
+    params: list[Any] = []
+    where = []
+    if project_root is not None:
+        where.append("project_root = ?")
+        params.append(project_root)
+    if not include_left:
+        where.append("left_at IS NULL")
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    sql += " ORDER BY registered_at, agent_id"
+    return [_view(r, now, ttl) for r in conn.execute(sql, params)]
+
+
+def find_agent(conn: Any, ref: str, *, now: float, project_root: str | None = None,
+               ttl: float = HEARTBEAT_TTL) -> AgentView | None:
+    """By agent_id, else by name (the newest registration of that name, in ``project_root`` if given)."""
+    row = conn.execute(f"SELECT {_COLS} FROM agents WHERE agent_id = ?", (ref,)).fetchone()
+    if row is None:
+        sql = f"SELECT {_COLS} FROM agents WHERE name = ?"
+        params: list[Any] = [ref]
+        if project_root is not None:
+            sql += " AND project_root = ?"
+            params.append(project_root)
+        row = conn.execute(sql + " ORDER BY registered_at DESC LIMIT 1", params).fetchone()
+    return _view(row, now, ttl) if row else None
+
+
+def count_names(conn: Any, project_root: str, agent_type: str, role: str) -> int:
+    """How many agents of this type and role were ever registered in the project."""
+    return conn.execute(
+        "SELECT count(*) FROM agents WHERE project_root = ? AND agent_type = ? AND role = ?",
+        (project_root, agent_type, role),
+    ).fetchone()[0]

@@ -1,7 +1,7 @@
 """Full-text search helpers: what text of an event is indexed, and safe query strings.
 
-User input never reaches FTS5's query syntax: each whitespace-separated term is quoted
-as a phrase (``apsw.fts5query.quote``), so quotes, ``NEAR(``, ``*``, ``AND``, unbalanced
+User input never reaches FTS5's query syntax: each whitespace-separated term is always
+quoted as a string (``"`` doubled inside), so quotes, ``NEAR(``, ``*``, ``AND``, unbalanced
 parentheses and the empty string are all safe. A term ending in ``*`` (after at least one
 word character) becomes a prefix query, the one piece of syntax we keep on purpose.
 """
@@ -9,8 +9,6 @@ word character) becomes a prefix query, the one piece of syntax we keep on purpo
 from __future__ import annotations
 
 from typing import Any
-
-import apsw.fts5query
 
 from .codec import payload_dict
 
@@ -46,6 +44,12 @@ def _has_word(term: str) -> bool:
     return any(ch.isalnum() for ch in term)
 
 
+def _quote(term: str) -> str:
+    # apsw.fts5query.quote leaves bare words such as AND / OR / NOT unquoted, which FTS5
+    # then parses as operators; a string is always a phrase.
+    return '"' + term.replace('"', '""') + '"'
+
+
 def quote_query(query: str) -> str | None:
     """A safe FTS5 query for any user string (terms ANDed), or None when nothing is searchable."""
     parts: list[str] = []
@@ -54,5 +58,5 @@ def quote_query(query: str) -> str | None:
         term = term.rstrip("*") if prefix else term
         if not _has_word(term):
             continue
-        parts.append(apsw.fts5query.quote(term) + ("*" if prefix else ""))
+        parts.append(_quote(term) + ("*" if prefix else ""))
     return " ".join(parts) if parts else None

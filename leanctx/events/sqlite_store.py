@@ -310,6 +310,11 @@ class SqliteEventStore(EventStore):
             sql += f" LIMIT {int(limit)}"
         return _rows(self._reader().execute(sql, (since, *params)))
 
+    def read_last(self, n: int, filter: TopicFilter | None = None) -> list[StoredEvent]:
+        where, params = filter.to_sql() if filter is not None else ("1", [])
+        sql = f"{_SELECT} WHERE {where} ORDER BY position DESC LIMIT ?"
+        return _rows(self._reader().execute(sql, (*params, max(0, int(n)))))[::-1]
+
     def read_stream(self, stream: str, from_version: int = 1, limit: int | None = None) -> list[StoredEvent]:
         sql = f"{_SELECT} WHERE stream = ? AND version >= ? ORDER BY version"
         if limit is not None:

@@ -119,6 +119,10 @@ class EventStore(abc.ABC):
     ) -> list[StoredEvent]:
         """Events with position > ``since`` matching ``filter``, in order."""
 
+    @abc.abstractmethod
+    def read_last(self, n: int, filter: TopicFilter | None = None) -> list[StoredEvent]:
+        """The last ``n`` events matching ``filter``, oldest first."""
+
     def iter_all(
         self, since: int = 0, filter: TopicFilter | None = None, batch: int = 2000
     ) -> Iterator[StoredEvent]:

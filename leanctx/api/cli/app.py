@@ -1,0 +1,140 @@
+"""The ``lean-ctx`` command line (typer). It translates; the command bus decides."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Optional
+
+import typer
+from typer._click.exceptions import ClickException, NoArgsIsHelpError
+
+from ...errors import LeanCtxError
+
+if TYPE_CHECKING:
+    from ...app import LeanCtx
+
+app = typer.Typer(
+    name="lean-ctx",
+    help="lean-ctx: a context layer for AI coding agents — compressed context, multi-agent coordination, "
+    "one event-sourced log.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@dataclass
+class State:
+    db: str | None
+    json: bool
+    project: str | None
+    progress: bool = True
+    _app: "LeanCtx | None" = field(default=None, repr=False)
+
+    def want_json(self, local: bool) -> bool:
+        return self.json or local
+
+    def project_root(self) -> str:
+        from ...config import project_root
+
+        return str(project_root(self.project)) if self.project else str(project_root())
+
+    def open(self) -> "LeanCtx":
+        if self._app is None:
+            from ...app import LeanCtx
+            from ...config import db_path
+
+            self._app = LeanCtx(db_path(self.db, root=None if self.db else _root_path(self)))
+        return self._app
+
+    def close(self) -> None:
+        if self._app is not None:
+            self._app.close()
+            self._app = None
+
+
+def _root_path(st: State):  # type: ignore[no-untyped-def]
+    from pathlib import Path
+
+    return Path(st.project_root())
+
+
+def state(ctx: typer.Context) -> State:
+    obj = ctx.find_root().obj
+    assert isinstance(obj, State)
+    return obj
+
+
+@app.callback(invoke_without_command=True)
+def _root(
+    ctx: typer.Context,
+    db: Optional[str] = typer.Option(
+        None, "--db", envvar="LEAN_CTX_DB", help="Path of the event log (default: one per project under the data dir)."
+    ),
+    json_: bool = typer.Option(False, "--json", help="Print JSON (one object per line where there are several)."),
+    project: Optional[str] = typer.Option(
+        None, "--project", help="Project directory (default: the git root above the working directory)."
+    ),
+    no_progress: bool = typer.Option(False, "--no-progress", help="Never draw progress bars."),
+    version: bool = typer.Option(False, "--version", help="Print the version and exit."),
+) -> None:
+    if version:
+        from ... import __version__
+
+        sys.stdout.write(f"lean-ctx {__version__}\n")
+        raise typer.Exit(0)
+    ctx.obj = State(db=db, json=json_, project=project, progress=not no_progress)
+    ctx.call_on_close(ctx.obj.close)
+
+
+def _register_subcommands() -> None:
+    from . import agent_cmd, db_cmd, events_cmd
+
+    app.add_typer(events_cmd.events_app, name="events")
+    app.add_typer(agent_cmd.agent_app, name="agent")
+    app.add_typer(db_cmd.db_app, name="db")
+    app.command("replay")(db_cmd.replay_cmd)
+    app.command("schema")(db_cmd.schema_cmd)
+
+
+_register_subcommands()
+
+
+def _print_error(err: LeanCtxError, as_json: bool) -> None:
+    if as_json:
+        import msgspec
+
+        sys.stdout.write(msgspec.json.encode({"error": err.to_dict()}).decode() + "\n")
+    else:
+        sys.stderr.write(f"error[{err.code}]: {err.message}\n")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: runs the CLI and turns errors into stable codes and exit statuses."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    as_json = "--json" in args
+    command = typer.main.get_command(app)
+    try:
+        rv = command.main(args=args, prog_name="lean-ctx", standalone_mode=False)
+    except LeanCtxError as err:
+        _print_error(err, as_json)
+        sys.exit(err.exit_code)
+    except typer.Exit as e:
+        sys.exit(e.exit_code)
+    except NoArgsIsHelpError as e:
+        e.show()
+        sys.exit(0)
+    except ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)
+    except typer.Abort:
+        sys.stderr.write("aborted\n")
+        sys.exit(130)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(0)
+    sys.exit(rv if isinstance(rv, int) else 0)

@@ -1,0 +1,106 @@
+"""``lean-ctx db info`` and ``lean-ctx replay``."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Optional
+
+import typer
+
+from .app import state
+from .render import emit_json, progress_bar, table
+
+db_app = typer.Typer(help="The database behind the log.", no_args_is_help=True)
+
+JSON = typer.Option(False, "--json", help="Print JSON.")
+
+
+@db_app.command("info")
+def info(ctx: typer.Context, json_: bool = JSON) -> None:
+    """Path, size, events, head, FTS index position, projections with their checkpoints."""
+    st = state(ctx)
+    lc = st.open()
+    head = lc.store.head()
+    size = sum(os.path.getsize(p) for p in (str(lc.db), f"{lc.db}-wal") if os.path.exists(p))
+    out = {
+        "path": str(lc.db),
+        "bytes": size,
+        "events": lc.store.count(),
+        "head_position": head.position,
+        "head_hash": head.hash,
+        "fts_position": lc.store.fts_position(),
+        "synchronous": lc.store.synchronous,
+        "projections": lc.projections.checkpoints(),
+    }
+    if st.want_json(json_):
+        emit_json(out)
+        return
+    sys.stdout.write(
+        f"path        {out['path']}\nsize        {size:,} bytes\nevents      {out['events']:,}\n"
+        f"head        {head.position} {head.hash}\nfts index   at {out['fts_position']}\n"
+        f"synchronous {out['synchronous']}\n\n"
+    )
+    rows = [{**p, "kinds": ",".join(p["kinds"])} for p in out["projections"]]
+    sys.stdout.write(table(rows, ["name", "version", "consistency", "position", "kinds"]) + "\n")
+
+
+def replay_cmd(
+    ctx: typer.Context,
+    projection: Optional[str] = typer.Option(None, "--projection", "-p", help="Only this projection."),
+    verify: bool = typer.Option(
+        False, "--verify", help="Rebuild into a fresh database and compare digests with the live ones (exit 1 if any differ)."
+    ),
+    out: Optional[str] = typer.Option(None, "--out", help="With --verify: keep the fresh database at this path."),
+    json_: bool = JSON,
+) -> None:
+    """Rebuild projections from the log (in place), or --verify them against a fresh rebuild."""
+    from tools.replay import replay
+
+    st = state(ctx)
+    as_json = st.want_json(json_)
+    lc = st.open()
+    with progress_bar("replaying", st.progress and not as_json and sys.stderr.isatty()) as progress:
+        report = replay(lc, projection=projection, verify=verify, out=out, progress=progress)
+    if as_json:
+        emit_json(report)
+    else:
+        sys.stdout.write(
+            f"{report.mode}: {report.events:,} events in {report.seconds:.3f}s "
+            f"({report.events_per_second:,.0f} events/s), head {report.head_position}\n"
+        )
+        if report.chain_ok is not None:
+            sys.stdout.write(
+                "chain: ok\n" if report.chain_ok else f"chain: BROKEN at position {report.chain_first_broken}\n"
+            )
+        rows = [
+            {
+                "projection": p.name,
+                "version": p.version,
+                "digest": p.digest[:16],
+                "live": (p.live_digest or "")[:16],
+                "match": {True: "yes", False: "NO", None: ""}[p.match],
+            }
+            for p in report.projections
+        ]
+        sys.stdout.write(table(rows, ["projection", "version", "digest", "live", "match"]) + "\n")
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+def schema_cmd(
+    check: bool = typer.Option(False, "--check", help="Only report drift (exit 1 if schema/ is stale)."),
+) -> None:
+    """Regenerate schema/ (JSON Schemas of every event kind, EVENTS.md, projections.sql)."""
+    from ... import schema_gen
+
+    if check:
+        stale = schema_gen.drift()
+        sys.stdout.write(("stale: " + ", ".join(stale)) if stale else "schema/ is current")
+        sys.stdout.write("\n")
+        if stale:
+            raise typer.Exit(1)
+        return
+    changed = schema_gen.write()
+    sys.stdout.write(("wrote " + ", ".join(changed)) if changed else "schema/ is current")
+    sys.stdout.write("\n")

@@ -1,0 +1,137 @@
+"""``lean-ctx events``: tail, search, lineage, verify."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Optional
+
+import typer
+
+from ...events import TopicFilter
+from .app import state
+from .render import emit_json, event_json, event_line, print_events, progress_bar
+
+events_app = typer.Typer(help="Read the event log: tail, search, lineage, verify.", no_args_is_help=True)
+
+JSON = typer.Option(False, "--json", help="Print JSON.")
+
+
+@events_app.command("tail")
+def tail(
+    ctx: typer.Context,
+    since: Optional[int] = typer.Option(None, "--since", help="Events after this position (default: the last -n)."),
+    kind: list[str] = typer.Option([], "--kind", help="Only these kinds (repeatable; 'agent.*' for a family)."),
+    actor: Optional[str] = typer.Option(None, "--actor", help="Only events appended by this agent."),
+    to_agent: Optional[str] = typer.Option(
+        None, "--to-agent", help="As seen by this agent: broadcasts and events directed to it."
+    ),
+    channel: Optional[str] = typer.Option(None, "--channel", help="Only this channel."),
+    stream: Optional[str] = typer.Option(None, "--stream", help="Only streams starting with this prefix."),
+    consistency: Optional[str] = typer.Option(None, "--consistency", help="strong or eventual."),
+    limit: int = typer.Option(20, "-n", "--limit", min=0, help="How many recent events without --since."),
+    follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new events as they are appended."),
+    timeout: Optional[float] = typer.Option(
+        None, "--timeout", min=0, help="With --follow: stop after this many seconds."
+    ),
+    json_: bool = JSON,
+) -> None:
+    """Print events (one JSON object per line with --json)."""
+    st = state(ctx)
+    as_json = st.want_json(json_)
+    store = st.open().store
+    flt = TopicFilter(
+        kinds=tuple(kind) or None, actor=actor, to_agent=to_agent, channel=channel, stream_prefix=stream,
+        consistency=consistency,
+    )
+    if since is None:
+        head = store.head().position
+        events = store.read_last(limit, flt)
+        last = head
+    else:
+        events = store.read_all(since, flt)
+        last = events[-1].position if events else since
+    print_events(events, as_json)
+    if events:
+        last = max(last, events[-1].position)
+    if not follow:
+        return
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while deadline is None or time.monotonic() < deadline:
+        wait_for = 1.0 if deadline is None else max(0.0, min(1.0, deadline - time.monotonic()))
+        new = store.wait(last, flt, timeout=wait_for)
+        if new:
+            print_events(new, as_json)
+            last = new[-1].position
+
+
+@events_app.command("search")
+def search(
+    ctx: typer.Context,
+    query: str = typer.Argument(..., help="Words to find (any text is safe; 'word*' for a prefix)."),
+    limit: int = typer.Option(20, "--limit", "-n", min=1, help="At most this many hits."),
+    json_: bool = JSON,
+) -> None:
+    """Full-text search of the log, best match first (FTS5 bm25)."""
+    st = state(ctx)
+    hits = st.open().store.search(query, limit=limit)
+    if st.want_json(json_):
+        for h in hits:
+            emit_json({"score": h.score, **event_json(h.event)})
+        return
+    if not hits:
+        sys.stderr.write(f"no event matches {query!r}\n")
+        return
+    for h in hits:
+        sys.stdout.write(f"{h.score:8.3f} {event_line(h.event)}\n")
+
+
+@events_app.command("lineage")
+def lineage(
+    ctx: typer.Context,
+    position: int = typer.Argument(..., help="Position of the event."),
+    json_: bool = JSON,
+) -> None:
+    """An event's causation ancestors (root first) and all its descendants."""
+    st = state(ctx)
+    lin = st.open().store.lineage(position)
+    if st.want_json(json_):
+        emit_json(
+            {
+                "event": event_json(lin.event),
+                "ancestors": [event_json(e) for e in lin.ancestors],
+                "descendants": [event_json(e) for e in lin.descendants],
+            }
+        )
+        return
+    depth = {}
+    for i, e in enumerate(lin.ancestors):
+        depth[e.position] = i
+        sys.stdout.write("  " * i + "  " + event_line(e).lstrip() + "\n")
+    base = len(lin.ancestors)
+    depth[lin.event.position] = base
+    sys.stdout.write("  " * base + "▶ " + event_line(lin.event).lstrip() + "\n")
+    for e in lin.descendants:
+        d = depth.get(e.causation_id or 0, base) + 1
+        depth[e.position] = d
+        sys.stdout.write("  " * d + "└ " + event_line(e).lstrip() + "\n")
+
+
+@events_app.command("verify")
+def verify(ctx: typer.Context, json_: bool = JSON) -> None:
+    """Walk the sha256 chain; exit 0 when it holds, 1 with the first broken position."""
+    st = state(ctx)
+    as_json = st.want_json(json_)
+    store = st.open().store
+    with progress_bar("verifying", st.progress and not as_json and sys.stderr.isatty()) as progress:
+        res = store.verify(progress)
+    if as_json:
+        emit_json(res)
+    elif res.ok:
+        sys.stdout.write(f"ok: {res.checked} events, chain intact, head {res.head_position} {res.head_hash}\n")
+    else:
+        sys.stdout.write(
+            f"BROKEN at position {res.first_broken}: {res.reason} ({res.checked} events before it are intact)\n"
+        )
+    if not res.ok:
+        raise typer.Exit(1)

@@ -1,0 +1,194 @@
+"""End-to-end through the real console script, in real subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import apsw
+import pytest
+
+LEAN_CTX = shutil.which("lean-ctx") or str(Path(sys.executable).with_name("lean-ctx"))
+
+
+def run(db: Path, *args: str, env: dict[str, str] | None = None, check: bool = True,
+        timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    full_env = {**os.environ, "LEAN_CTX_DB": str(db), **(env or {})}
+    full_env.pop("LEAN_CTX_AGENT_ID", None) if not (env and "LEAN_CTX_AGENT_ID" in env) else None
+    p = subprocess.run([LEAN_CTX, *args], capture_output=True, text=True, env=full_env, timeout=timeout)
+    if check and p.returncode != 0:
+        raise AssertionError(f"lean-ctx {' '.join(args)} exited {p.returncode}\n{p.stdout}\n{p.stderr}")
+    return p
+
+
+def jsonl(text: str) -> list[dict]:
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+@pytest.fixture()
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "events.db"
+
+
+def test_every_command_has_help(db: Path) -> None:
+    for args in (["--help"], ["events", "--help"], ["events", "tail", "--help"], ["events", "search", "--help"],
+                 ["events", "lineage", "--help"], ["events", "verify", "--help"], ["replay", "--help"],
+                 ["agent", "--help"], ["agent", "register", "--help"], ["agent", "list", "--help"],
+                 ["agent", "heartbeat", "--help"], ["agent", "deregister", "--help"], ["db", "info", "--help"],
+                 ["schema", "--help"]):
+        p = run(db, *args)
+        assert "Usage" in p.stdout and len(p.stdout) > 200, args
+
+
+def test_register_list_heartbeat_deregister(db: Path, tmp_path: Path) -> None:
+    proj = str(tmp_path / "proj")
+    a = jsonl(run(db, "agent", "register", "--type", "cursor", "--role", "dev", "--project-root", proj,
+                  "--json").stdout)[0]
+    b = jsonl(run(db, "agent", "register", "--type", "cursor", "--project-root", proj, "--json").stdout)[0]
+    assert (a["name"], b["name"]) == ("cursor-dev-1", "cursor-dev-2")
+    assert a["agent_id"] != b["agent_id"] and len(a["agent_id"]) == 8
+    listed = jsonl(run(db, "--project", proj, "agent", "list", "--json").stdout)[0]
+    assert [x["name"] for x in listed] == ["cursor-dev-1", "cursor-dev-2"]
+    assert {x["status"] for x in listed} == {"active"}
+    hb = jsonl(run(db, "agent", "heartbeat", "cursor-dev-1", "--status", "busy", "--json").stdout)[0]
+    assert hb["agent_id"] == a["agent_id"] and hb["ttl_seconds"] == 60
+    run(db, "agent", "deregister", a["agent_id"])
+    listed = jsonl(run(db, "--project", proj, "agent", "list", "--json").stdout)[0]
+    assert [x["name"] for x in listed] == ["cursor-dev-2"]
+    everyone = jsonl(run(db, "--project", proj, "agent", "list", "--all", "--json").stdout)[0]
+    assert {x["name"]: x["status"] for x in everyone} == {"cursor-dev-1": "left", "cursor-dev-2": "active"}
+
+
+def test_errors_have_stable_codes_and_exit_2(db: Path) -> None:
+    p = run(db, "agent", "heartbeat", "nobody", check=False)
+    assert p.returncode == 2
+    assert p.stderr.startswith("error[AGENT_NOT_FOUND]:")
+    p = run(db, "agent", "heartbeat", "nobody", "--json", check=False)
+    assert p.returncode == 2 and jsonl(p.stdout)[0]["error"]["code"] == "AGENT_NOT_FOUND"
+    p = run(db, "agent", "register", "--type", "bad type", check=False)
+    assert p.returncode == 2 and "AGENT_INVALID_TYPE" in p.stderr
+    p = run(db, "events", "lineage", "999", check=False)
+    assert p.returncode == 2 and "EVENT_NOT_FOUND" in p.stderr
+    p = run(db, "replay", "--projection", "nope", check=False)
+    assert p.returncode == 2 and "PROJECTION_NOT_FOUND" in p.stderr
+    p = run(db, "agent", "register", check=False)  # missing --type: a usage error, not a traceback
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+
+
+def test_tail_json_filters_search_and_lineage(db: Path, tmp_path: Path) -> None:
+    run(db, "agent", "register", "--type", "codex", "--project-root", str(tmp_path))
+    run(db, "agent", "heartbeat", "codex-dev-1")
+    events = jsonl(run(db, "events", "tail", "--since", "0", "--json").stdout)
+    assert [e["position"] for e in events] == list(range(1, len(events) + 1))
+    for e in events:
+        assert {"position", "kind", "stream", "version", "ts", "actor", "payload", "hash"} <= set(e)
+    assert [e["kind"] for e in events] == ["tool.called", "agent.registered", "tool.called", "agent.heartbeat"]
+    only = jsonl(run(db, "events", "tail", "--since", "0", "--kind", "agent.*", "--json").stdout)
+    assert [e["kind"] for e in only] == ["agent.registered", "agent.heartbeat"]
+    last = jsonl(run(db, "events", "tail", "-n", "1", "--json").stdout)
+    assert [e["position"] for e in last] == [4]
+    hits = jsonl(run(db, "events", "search", "codex", "--json").stdout)
+    assert hits and hits[0]["kind"] == "agent.registered"
+    for hostile in ['"', "NEAR(", "*", "(((", "AND OR NOT", "", "a\"b'c"]:
+        p = run(db, "events", "search", hostile, "--json")
+        assert p.returncode == 0
+    lin = jsonl(run(db, "events", "lineage", "2", "--json").stdout)[0]
+    assert [e["position"] for e in lin["ancestors"]] == [1]
+    assert lin["ancestors"][0]["kind"] == "tool.called"
+    human = run(db, "events", "lineage", "1").stdout
+    assert "▶" in human and "agent.registered" in human
+
+
+def test_verify_detects_tampering_with_exit_1(db: Path, tmp_path: Path) -> None:
+    for i in range(5):
+        run(db, "agent", "register", "--type", f"t{i}", "--project-root", str(tmp_path))
+    ok = jsonl(run(db, "events", "verify", "--json").stdout)[0]
+    assert ok["ok"] is True and ok["checked"] == 10
+    copy = tmp_path / "copy.db"
+    src = apsw.Connection(str(db))
+    src.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    src.close()
+    shutil.copy(db, copy)
+    raw = apsw.Connection(str(copy))
+    raw.execute("DROP TRIGGER events_no_update")
+    raw.execute("UPDATE events SET payload = replace(payload, 't3', 'tX') WHERE position = 8")
+    raw.close()
+    bad = run(copy, "events", "verify", "--json", check=False)
+    assert bad.returncode == 1
+    assert jsonl(bad.stdout)[0]["first_broken"] == 8
+    human = run(copy, "events", "verify", check=False)
+    assert human.returncode == 1 and "BROKEN at position 8" in human.stdout
+
+
+def test_replay_verify_and_in_place(db: Path, tmp_path: Path) -> None:
+    for i in range(3):
+        run(db, "agent", "register", "--type", "cursor", "--project-root", str(tmp_path))
+    run(db, "agent", "deregister", "cursor-dev-2")
+    rep = jsonl(run(db, "replay", "--verify", "--json").stdout)[0]
+    assert rep["mode"] == "verify" and rep["chain_ok"] is True
+    assert [p["match"] for p in rep["projections"]] == [True]
+    before = rep["projections"][0]["digest"]
+    rep2 = jsonl(run(db, "replay", "--json").stdout)[0]
+    assert rep2["mode"] == "in-place" and rep2["projections"][0]["digest"] == before
+    # a projection row changed behind the log's back is caught by --verify
+    raw = apsw.Connection(str(db))
+    raw.execute("UPDATE agents SET role = 'forged' WHERE name = 'cursor-dev-1'")
+    raw.close()
+    p = run(db, "replay", "--verify", "--json", check=False)
+    assert p.returncode == 1 and jsonl(p.stdout)[0]["projections"][0]["match"] is False
+    # and an in-place replay repairs it
+    run(db, "replay")
+    assert jsonl(run(db, "replay", "--verify", "--json").stdout)[0]["projections"][0]["match"] is True
+
+
+def test_db_info(db: Path, tmp_path: Path) -> None:
+    run(db, "agent", "register", "--type", "gemini", "--project-root", str(tmp_path))
+    info = jsonl(run(db, "db", "info", "--json").stdout)[0]
+    assert info["path"] == str(db) and info["events"] == 2 and info["head_position"] == 2
+    assert info["projections"][0]["name"] == "agents" and info["projections"][0]["position"] == 2
+
+
+def test_agent_id_from_environment(db: Path, tmp_path: Path) -> None:
+    env = {"LEAN_CTX_AGENT_ID": "claude-main"}
+    a = jsonl(run(db, "agent", "register", "--type", "claude", "--project-root", str(tmp_path), "--json",
+                  env=env).stdout)[0]
+    assert a["agent_id"] == "claude-main" and a["rejoined"] is False
+    again = jsonl(run(db, "agent", "register", "--type", "claude", "--project-root", str(tmp_path), "--json",
+                      env=env).stdout)[0]
+    assert again["agent_id"] == "claude-main" and again["rejoined"] is True and again["name"] == a["name"]
+    events = jsonl(run(db, "events", "tail", "--since", "0", "--kind", "agent.registered", "--json").stdout)
+    assert {e["actor"] for e in events} == {"claude-main"}
+
+
+def test_tail_follow_sees_appends_from_another_process(db: Path, tmp_path: Path) -> None:
+    run(db, "agent", "register", "--type", "cursor", "--project-root", str(tmp_path))
+    env = {**os.environ, "LEAN_CTX_DB": str(db)}
+    follower = subprocess.Popen([LEAN_CTX, "events", "tail", "--since", "2", "--follow", "--timeout", "20",
+                                 "--kind", "agent.heartbeat", "--json"], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        time.sleep(1.0)
+        run(db, "agent", "heartbeat", "cursor-dev-1")
+        line = follower.stdout.readline()  # type: ignore[union-attr]
+        assert json.loads(line)["kind"] == "agent.heartbeat"
+    finally:
+        follower.kill()
+        follower.wait()
+
+
+def test_default_db_lives_under_the_data_dir_per_project(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    proj = tmp_path / "repo"
+    (proj / ".git").mkdir(parents=True)
+    (proj / "sub").mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("LEAN_CTX_DB", "LEAN_CTX_AGENT_ID")}
+    env["LEAN_CTX_HOME"] = str(home)
+    p = subprocess.run([LEAN_CTX, "db", "info", "--json"], cwd=proj / "sub", env=env, capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    path = Path(json.loads(p.stdout)["path"])
+    assert path.parent.parent == home / "projects" and path.parent.name.startswith("repo-")

@@ -25,6 +25,7 @@ class Projection(abc.ABC):
     tables: ClassVar[dict[str, str]]
     indexes: ClassVar[tuple[str, ...]] = ()
     consistency: ClassVar[str] = "strong"
+    order: ClassVar[int] = 100  # rebuild order among projections (lower first)
 
     @abc.abstractmethod
     def apply(self, conn: Any, event: StoredEvent) -> None:

@@ -10,26 +10,11 @@ from typing import Optional
 import typer
 
 from ... import clock
-from .app import State, state
+from .app import state
+from .common import JSON, dispatch
+from .groups import agent_app
 from .render import emit_json, table, to_builtins
 
-agent_app = typer.Typer(help="The agent registry: register, list, heartbeat, deregister.", no_args_is_help=True)
-
-JSON = typer.Option(False, "--json", help="Print JSON.")
-
-
-def actor() -> str:
-    return os.environ.get("LEAN_CTX_AGENT_ID") or "cli"
-
-
-def _dispatch(st: State, command: object):  # type: ignore[no-untyped-def]
-    lc = st.open()
-    return lc.bus.dispatch(
-        command,  # type: ignore[arg-type]
-        actor=actor(),
-        session_id=os.environ.get("LEAN_CTX_SESSION_ID"),
-        project=st.project_root(),
-    )
 
 
 @agent_app.command("register")
@@ -47,7 +32,7 @@ def register(
     from ...commands.agents import RegisterAgent
 
     st = state(ctx)
-    res = _dispatch(
+    v = dispatch(
         st,
         RegisterAgent(
             agent_type=agent_type,
@@ -59,7 +44,6 @@ def register(
             session_id=os.environ.get("LEAN_CTX_SESSION_ID"),
         ),
     )
-    v = res.value
     if st.want_json(json_):
         emit_json(v)
     else:
@@ -108,7 +92,7 @@ def heartbeat(
     from ...commands.agents import Heartbeat
 
     st = state(ctx)
-    v = _dispatch(st, Heartbeat(agent=agent, status=status)).value
+    v = dispatch(st, Heartbeat(agent=agent, status=status))
     if st.want_json(json_):
         emit_json(v)
     else:
@@ -126,8 +110,9 @@ def deregister(
     from ...commands.agents import Deregister
 
     st = state(ctx)
-    v = _dispatch(st, Deregister(agent=agent, reason=reason)).value
+    v = dispatch(st, Deregister(agent=agent, reason=reason))
     if st.want_json(json_):
         emit_json(v)
     else:
         sys.stdout.write(f"{v.name} ({v.agent_id}) {'had already left' if v.already_left else 'left'}\n")
+

@@ -90,13 +90,16 @@ def _root(
 
 
 def _register_subcommands() -> None:
-    from . import agent_cmd, db_cmd, events_cmd
+    """Every ``*_cmd.py`` module here adds its verbs to a group of ``groups.py``; a module with
+    an ``attach(app)`` function is also called with the root app (top-level verbs)."""
+    from ...discovery import import_submodules
+    from .groups import register_groups
 
-    app.add_typer(events_cmd.events_app, name="events")
-    app.add_typer(agent_cmd.agent_app, name="agent")
-    app.add_typer(db_cmd.db_app, name="db")
-    app.command("replay")(db_cmd.replay_cmd)
-    app.command("schema")(db_cmd.schema_cmd)
+    register_groups(app)
+    for module in import_submodules(__package__, suffix="_cmd"):
+        attach = getattr(module, "attach", None)
+        if attach is not None:
+            attach(app)
 
 
 _register_subcommands()

@@ -9,11 +9,10 @@ from typing import Optional
 import typer
 
 from .app import state
+from .common import JSON
+from .groups import db_app
 from .render import emit_json, progress_bar, table
 
-db_app = typer.Typer(help="The database behind the log.", no_args_is_help=True)
-
-JSON = typer.Option(False, "--json", help="Print JSON.")
 
 
 @db_app.command("info")
@@ -104,3 +103,8 @@ def schema_cmd(
     changed = schema_gen.write()
     sys.stdout.write(("wrote " + ", ".join(changed)) if changed else "schema/ is current")
     sys.stdout.write("\n")
+
+
+def attach(app: typer.Typer) -> None:
+    app.command("replay")(replay_cmd)
+    app.command("schema")(schema_cmd)

@@ -10,11 +10,10 @@ import typer
 
 from ...events import TopicFilter
 from .app import state
+from .common import JSON
+from .groups import events_app
 from .render import emit_json, event_json, event_line, print_events, progress_bar
 
-events_app = typer.Typer(help="Read the event log: tail, search, lineage, verify.", no_args_is_help=True)
-
-JSON = typer.Option(False, "--json", help="Print JSON.")
 
 
 @events_app.command("tail")
@@ -135,3 +134,4 @@ def verify(ctx: typer.Context, json_: bool = JSON) -> None:
         )
     if not res.ok:
         raise typer.Exit(1)
+

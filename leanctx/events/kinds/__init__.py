@@ -1,13 +1,16 @@
-"""Every event kind lean-ctx knows. Importing this package registers them all in ``KINDS``."""
+"""Every event kind lean-ctx knows. Importing this package imports each module in it, which
+registers its kinds (one module per family: ``agent.py``, ``tool.py``, ...)."""
 
 from __future__ import annotations
 
 from typing import Union
 
-from . import agent, tool  # noqa: F401  (registration side effect)
+from ...discovery import import_submodules
 from .agent import AgentDeregistered, AgentHeartbeat, AgentRegistered
 from .base import Event, kind_of, registry
 from .tool import ToolCalled
+
+import_submodules(__name__)
 
 
 def event_union() -> object:

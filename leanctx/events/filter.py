@@ -27,8 +27,9 @@ class TopicFilter(msgspec.Struct, kw_only=True, frozen=True):
     def is_empty(self) -> bool:
         return not (self.kinds or self.actor or self.to_agent or self.channel or self.stream_prefix or self.consistency)
 
-    def to_sql(self) -> tuple[str, list[Any]]:
-        """A WHERE fragment (without ``WHERE``; ``1`` when empty) and its bindings."""
+    def to_sql(self, prefix: str = "") -> tuple[str, list[Any]]:
+        """A WHERE fragment (without ``WHERE``; ``1`` when empty) and its bindings; ``prefix``
+        qualifies the column names (``"e."`` in a join)."""
         parts: list[str] = []
         params: list[Any] = []
         if self.kinds:
@@ -36,26 +37,26 @@ class TopicFilter(msgspec.Struct, kw_only=True, frozen=True):
             prefixes = [k[:-1] for k in self.kinds if k.endswith(".*")]
             ors: list[str] = []
             if exact:
-                ors.append(f"kind IN ({','.join('?' * len(exact))})")
+                ors.append(f"{prefix}kind IN ({','.join('?' * len(exact))})")
                 params.extend(exact)
             for p in prefixes:
-                ors.append("substr(kind, 1, ?) = ?")
+                ors.append(f"substr({prefix}kind, 1, ?) = ?")
                 params.extend([len(p), p])
             parts.append("(" + " OR ".join(ors) + ")")
         if self.actor is not None:
-            parts.append("actor = ?")
+            parts.append(f"{prefix}actor = ?")
             params.append(self.actor)
         if self.to_agent is not None:
-            parts.append("(to_agent IS NULL OR to_agent = ?)")
+            parts.append(f"({prefix}to_agent IS NULL OR {prefix}to_agent = ?)")
             params.append(self.to_agent)
         if self.channel is not None:
-            parts.append("channel = ?")
+            parts.append(f"{prefix}channel = ?")
             params.append(self.channel)
         if self.stream_prefix is not None:
-            parts.append("substr(stream, 1, ?) = ?")
+            parts.append(f"substr({prefix}stream, 1, ?) = ?")
             params.extend([len(self.stream_prefix), self.stream_prefix])
         if self.consistency is not None:
-            parts.append("consistency = ?")
+            parts.append(f"{prefix}consistency = ?")
             params.append(self.consistency)
         return (" AND ".join(parts) or "1"), params
 

@@ -53,6 +53,8 @@ def _quote(term: str) -> str:
 def quote_query(query: str) -> str | None:
     """A safe FTS5 query for any user string (terms ANDed), or None when nothing is searchable."""
     parts: list[str] = []
+    # FTS5 strings cannot hold NUL (or other C0 controls): they separate terms like spaces
+    query = "".join(" " if ord(ch) < 32 else ch for ch in query)
     for term in query.split():
         prefix = term.endswith("*") and _has_word(term.rstrip("*"))
         term = term.rstrip("*") if prefix else term

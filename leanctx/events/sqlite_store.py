@@ -181,8 +181,9 @@ class SqliteEventStore(EventStore):
         fts_mode: str = "catchup",
         poll_interval: float = 0.004,
     ) -> None:
-        self.path = str(Path(path).expanduser())
-        if self.path in ("", ":memory:") or self.path.startswith("file:"):
+        raw = os.fspath(path)
+        self.path = str(Path(raw).expanduser()) if raw else ""
+        if not raw.strip() or raw == ":memory:" or raw.startswith("file:") or "\x00" in raw:
             raise InvalidInput("STORE_INVALID_PATH", "the event store needs a file path (several connections share it)")
         synchronous = synchronous.upper()
         if synchronous not in _SYNC_MODES:
@@ -206,7 +207,7 @@ class SqliteEventStore(EventStore):
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
             self._writer = self._connect(readonly=False)
             self._ensure_schema()
-        except apsw.Error as exc:
+        except (apsw.Error, OSError) as exc:
             raise StoreError("STORE_OPEN_FAILED", f"cannot open the event log at {self.path}: {exc}") from exc
 
     # --- connections ---------------------------------------------------------------
@@ -222,10 +223,10 @@ class SqliteEventStore(EventStore):
         return conn
 
     def _reader(self) -> apsw.Connection:
+        if self._closed:
+            raise StoreError("STORE_CLOSED", "the event store is closed")
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            if self._closed:
-                raise StoreError("STORE_CLOSED", "the event store is closed")
             conn = self._connect(readonly=True)
             self._local.conn = conn
             with self._readers_lock:
@@ -327,6 +328,18 @@ class SqliteEventStore(EventStore):
 
     # --- full-text search ----------------------------------------------------------
     def _fts_index(self, conn: apsw.Connection, events: Sequence[StoredEvent]) -> None:
+        """Index ``events`` (consecutive positions) inside the caller's write transaction,
+        first filling any gap left by a writer that did not index inline."""
+        at = conn.execute("SELECT position FROM events_fts_state WHERE id = 1").fetchone()[0]
+        if at >= events[-1].position:
+            return
+        if at < events[0].position - 1:
+            gap = _rows(
+                conn.execute(f"{_SELECT} WHERE position > ? AND position < ? ORDER BY position",
+                             (at, events[0].position))
+            )
+            events = [*gap, *events]
+        events = [e for e in events if e.position > at]
         conn.executemany(
             "INSERT INTO events_fts (rowid, kind, stream, who, body) VALUES (?, ?, ?, ?, ?)",
             (
@@ -364,7 +377,7 @@ class SqliteEventStore(EventStore):
         match = quote_query(query)
         if match is None:
             return []
-        where, params = filter.to_sql() if filter is not None else ("1", [])
+        where, params = filter.to_sql("e.") if filter is not None else ("1", [])
         cols = ", ".join(f"e.{c}" for c in COLUMNS)
         sql = (
             f"SELECT {cols}, bm25(events_fts, 2.0, 1.0, 1.0, 1.0) AS score "

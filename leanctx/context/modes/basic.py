@@ -1,0 +1,120 @@
+"""Modes that show source lines as they are: full, lines:N-M, diff."""
+
+from __future__ import annotations
+
+import difflib
+import re
+
+from leanctx.context.errors import ReadInvalidRange
+from leanctx.context.modes.rendered import Rendered, footer, source_lines
+
+__all__ = ["diff_texts", "parse_ranges", "render_diff", "render_full", "render_lines"]
+
+
+def render_full(path: str, text: str, language: str) -> Rendered:
+    n = len(source_lines(text))
+    return Rendered(mode="full", path=path, language=language, text=text, line_count=n,
+                    shown_lines=n, omitted_lines=0)
+
+
+_RANGE = re.compile(r"^\s*(\d+)\s*(?:(-)\s*(\d*)\s*)?$")
+
+
+def parse_ranges(spec: str, line_count: int) -> list[tuple[int, int]]:
+    """``"1-10,40-50"`` -> merged inclusive ranges; ``N`` alone and ``N-`` (to the end) allowed."""
+    if not spec.strip():
+        raise ReadInvalidRange("lines mode needs ranges, e.g. lines:1-10 or lines:1-10,40-50.")
+    out: list[tuple[int, int]] = []
+    for part in spec.split(","):
+        m = _RANGE.match(part)
+        if not m:
+            raise ReadInvalidRange(
+                f"{part.strip()!r} is not a line range; write N-M with 1 <= N <= M, e.g. lines:5-20."
+            )
+        start = int(m.group(1))
+        end = start if not m.group(2) else (int(m.group(3)) if m.group(3) else max(line_count, start))
+        if start < 1:
+            raise ReadInvalidRange(f"line numbers start at 1, got {start}; use a range like 1-{max(1, end)}.")
+        if end < start:
+            raise ReadInvalidRange(f"range {start}-{end} ends before it starts; write it as {end}-{start}.")
+        if start > line_count:
+            raise ReadInvalidRange(
+                f"range {start}-{end} starts after the end of the file ({line_count} lines); "
+                f"ask for lines within 1-{line_count}."
+            )
+        out.append((start, min(end, line_count)))
+    out.sort()
+    merged: list[tuple[int, int]] = []
+    for s, e in out:
+        if merged and s <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], e))
+        else:
+            merged.append((s, e))
+    return merged
+
+
+def _gap(a: int, b: int) -> str:
+    return f"… line {a} not shown" if a == b else f"… lines {a}-{b} not shown ({b - a + 1} lines)"
+
+
+def render_lines(path: str, text: str, language: str, spec: str) -> Rendered:
+    lines = source_lines(text)
+    n = len(lines)
+    ranges = parse_ranges(spec, n)
+    width = len(str(ranges[-1][1]))
+    out: list[str] = []
+    prev_end = 0
+    shown = 0
+    for s, e in ranges:
+        if s > prev_end + 1:
+            out.append(_gap(prev_end + 1, s - 1))
+        out.extend(f"{k:>{width}}\t{lines[k - 1]}" for k in range(s, e + 1))
+        shown += e - s + 1
+        prev_end = e
+    if prev_end < n:
+        out.append(_gap(prev_end + 1, n))
+    omitted = n - shown
+    shown_spec = ",".join(f"{s}-{e}" if s != e else str(s) for s, e in ranges)
+    note = f"{omitted} lines not shown" if omitted else None
+    out.append(footer(f"lines:{shown_spec}", n, note))
+    return Rendered(mode="lines", path=path, language=language, text="\n".join(out), line_count=n,
+                    shown_lines=shown, omitted_lines=omitted, omitted=note)
+
+
+def diff_texts(old: str, new: str, context: int = 1) -> tuple[list[str], int, int, int]:
+    """Compact diff lines (``-12 old``, ``+12 new``, `` 11 context``) and counts (+, -, shown ctx)."""
+    a, b = source_lines(old), source_lines(new)
+    sm = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
+    out: list[str] = []
+    added = removed = ctx_shown = 0
+    for group in sm.get_grouped_opcodes(context):
+        i1, i2, j1, j2 = group[0][1], group[-1][2], group[0][3], group[-1][4]
+        out.append(f"@@ old {i1 + 1}-{i2} → new {j1 + 1}-{j2} @@")
+        for tag, a1, a2, b1, b2 in group:
+            if tag == "equal":
+                out.extend(f" {b1 + k + 1} {b[b1 + k]}" for k in range(b2 - b1))
+                ctx_shown += b2 - b1
+                continue
+            if tag in {"replace", "delete"}:
+                out.extend(f"-{a1 + k + 1} {a[a1 + k]}" for k in range(a2 - a1))
+                removed += a2 - a1
+            if tag in {"replace", "insert"}:
+                out.extend(f"+{b1 + k + 1} {b[b1 + k]}" for k in range(b2 - b1))
+                added += b2 - b1
+    return out, added, removed, ctx_shown
+
+
+def render_diff(path: str, text: str, language: str, old_text: str, context: int = 1) -> Rendered:
+    n = len(source_lines(text))
+    old_n = len(source_lines(old_text))
+    body, added, removed, ctx = diff_texts(old_text, text, context)
+    if not body:
+        return Rendered(mode="diff", path=path, language=language,
+                        text=footer("diff", n, "no changes"), line_count=n, shown_lines=0,
+                        omitted_lines=n, omitted=f"all {n} lines unchanged")
+    unchanged = n - added - ctx
+    note = f"+{added} −{removed} (was {old_n} lines) · {unchanged} unchanged lines not shown"
+    body.append(footer("diff", n, note))
+    return Rendered(mode="diff", path=path, language=language, text="\n".join(body), line_count=n,
+                    shown_lines=added + ctx, omitted_lines=unchanged,
+                    omitted=f"{unchanged} unchanged lines")

@@ -1,0 +1,44 @@
+"""The result of a read mode, and helpers shared by the modes."""
+
+from __future__ import annotations
+
+import msgspec
+
+__all__ = ["Rendered", "footer", "source_lines"]
+
+
+class Rendered(msgspec.Struct, frozen=True):
+    """A file as rendered by a read mode.
+
+    ``line_count`` is the number of lines of the source file; ``shown_lines`` how many of them
+    appear in ``text`` (verbatim or as a declaration); ``omitted_lines`` how many do not, and
+    ``omitted`` says what was left out (``None`` when nothing was). ``reason`` explains the
+    choice of ``auto``; ``requested`` is the mode string the caller asked for.
+    """
+
+    mode: str
+    path: str
+    language: str
+    text: str
+    line_count: int
+    shown_lines: int
+    omitted_lines: int
+    omitted: str | None = None
+    reason: str | None = None
+    requested: str = ""
+
+
+def source_lines(text: str) -> list[str]:
+    """Lines of a file as editors count them (a final newline does not open a new line)."""
+    if not text:
+        return []
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
+
+
+def footer(mode: str, line_count: int, note: str | None) -> str:
+    """The last line of a non-full rendering: mode, size and what is not shown."""
+    tail = f" · {note}" if note else ""
+    return f"[{mode} · {line_count} lines{tail}]"

@@ -1,0 +1,128 @@
+"""Shell-output compression: per-command patterns, generic fallback, honest accounting.
+
+``compress(command, stdout, stderr, exit_code)`` returns a :class:`Compressed`. Guarantees:
+
+* never worse: if the compressed text is not shorter in tokens than the raw output, the raw
+  output is returned (``pattern == "raw"``);
+* nothing dropped silently: every omitted line is announced in the text by a marker with the
+  number of lines and an ``{archive}`` placeholder (see :func:`fill_archive`), and listed in
+  ``omissions`` so that the caller can archive the full output;
+* must-keep facts survive: failing tests, assertion and error lines with their locations,
+  changed paths, summary lines and the exit code.
+"""
+
+from __future__ import annotations
+
+from leanctx.context.errors import ShellInvalidCommand
+from leanctx.context.shell.builder import Builder, State
+from leanctx.context.shell.dispatch import Command, parse_command
+from leanctx.context.shell.generic import detect_facts, finish
+from leanctx.context.shell.model import ARCHIVE_PLACEHOLDER, Compressed, Omission, fill_archive
+from leanctx.context.shell.patterns import NO_GENERIC_FACTS, Ctx, select
+from leanctx.context.shell.text import strip_ansi, terminal_line
+from leanctx.context.tokens import DEFAULT_ENCODING, count_tokens
+
+__all__ = [
+    "ARCHIVE_PLACEHOLDER",
+    "Command",
+    "Compressed",
+    "Omission",
+    "compress",
+    "fill_archive",
+    "parse_command",
+    "raw_text",
+    "split_lines",
+]
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines as a terminal counts them: split on ``\\n`` only, no trailing empty line."""
+    if not text:
+        return []
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def raw_text(stdout: str, stderr: str) -> str:
+    """stdout then stderr, as one text; omission ranges are line numbers of this text."""
+    if stdout and stderr and not stdout.endswith("\n"):
+        return f"{stdout}\n{stderr}"
+    return stdout + stderr
+
+
+def _raw_render(stdout: str, stderr: str, exit_code: int) -> str:
+    text = raw_text(stdout, stderr).rstrip("\n")
+    return f"{text}\n[exit {exit_code}]" if exit_code != 0 else text
+
+
+def _clean(line: str) -> str:
+    return strip_ansi(terminal_line(line)).rstrip()
+
+
+def compress(
+    command: str | list[str],
+    stdout: str,
+    stderr: str = "",
+    exit_code: int = 0,
+    *,
+    encoding: str = DEFAULT_ENCODING,
+) -> Compressed:
+    """Compress a command's output for an agent; see the module docstring for the guarantees."""
+    if not isinstance(command, (str, list)):
+        raise ShellInvalidCommand("command must be a string or a list of strings (argv).")
+    out_lines = split_lines(stdout)
+    err_lines = split_lines(stderr)
+    raw_lines = [*out_lines, *err_lines]
+    raw = _raw_render(stdout, stderr, exit_code)
+    raw_tokens = count_tokens(raw, encoding)
+
+    cmd = parse_command(command)
+    b = Builder([_clean(x) for x in raw_lines])
+    name, fn = select(cmd, b.lines)
+    key = f"{name}:{cmd.sub}" if name in {"git", "pip"} else name
+    if key not in NO_GENERIC_FACTS:
+        detect_facts(b)
+    if fn is not None:
+        fn(b, Ctx(cmd=cmd, exit_code=exit_code, n_stdout=len(out_lines)))
+    finish(b)
+    text = b.render(exit_code)
+    missing = [f for f in b.facts if f not in text]
+    if missing:  # a pattern rewrote a fact away: restore it verbatim rather than lose it
+        text = text + "\n" + "\n".join(f"[kept] {f}" for f in missing)
+    facts = list(b.facts)
+    if exit_code != 0:
+        facts.append(f"exit {exit_code}")
+    sent_tokens = count_tokens(text, encoding)
+    counts = b.counts()
+    if sent_tokens >= raw_tokens or not raw_lines:
+        return Compressed(
+            text=raw,
+            pattern="raw",
+            exit_code=exit_code,
+            raw_tokens=raw_tokens,
+            sent_tokens=raw_tokens,
+            raw_lines=len(raw_lines),
+            kept_lines=len(raw_lines),
+            folded_lines=0,
+            omitted_lines=0,
+            blank_lines=0,
+            omissions=[],
+            must_keep=[f for f in facts if f in raw],  # raw output: every line is there verbatim
+        )
+    omissions = b.omissions()
+    return Compressed(
+        text=text,
+        pattern=name,
+        exit_code=exit_code,
+        raw_tokens=raw_tokens,
+        sent_tokens=sent_tokens,
+        raw_lines=len(raw_lines),
+        kept_lines=counts[State.KEPT],
+        folded_lines=counts[State.FOLDED],
+        omitted_lines=counts[State.OMITTED],
+        blank_lines=counts[State.BLANK],
+        omissions=omissions,
+        must_keep=facts,
+    )

@@ -1,0 +1,197 @@
+"""Build a compressed text from raw output lines while accounting for every line.
+
+Each raw line ends in exactly one state: kept (it appears in the text, maybe rewritten),
+folded (a repeat represented by a count), omitted (announced by a marker with the number of
+lines) or blank. Lines marked *must-keep* can never be omitted or folded away: asking to omit
+one keeps it instead. Output pieces are placed by the position of the raw line they stand
+for, so a pattern may handle some lines and leave the rest to the generic pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from enum import IntEnum
+
+from leanctx.context.shell.model import ARCHIVE_PLACEHOLDER, Omission
+
+__all__ = ["Builder", "State", "marker"]
+
+
+class State(IntEnum):
+    PENDING = 0
+    KEPT = 1
+    FOLDED = 2
+    OMITTED = 3
+    BLANK = 4
+
+
+def _plural(n: int) -> str:
+    return "line" if n == 1 else "lines"
+
+
+def marker(count: int, reason: str) -> str:
+    """The inline marker announcing ``count`` omitted lines."""
+    return f"[… {count} {_plural(count)} omitted ({reason}) · expand {ARCHIVE_PLACEHOLDER}]"
+
+
+def _ranges(idxs: Sequence[int]) -> list[tuple[int, int]]:
+    """0-based indices -> inclusive 1-based ranges."""
+    out: list[tuple[int, int]] = []
+    for i in sorted(idxs):
+        if out and out[-1][1] == i:  # previous range ends at 1-based i == 0-based i-1
+            out[-1] = (out[-1][0], i + 1)
+        else:
+            out.append((i + 1, i + 1))
+    return out
+
+
+class Builder:
+    """Collects output pieces and the state of every raw line."""
+
+    def __init__(self, lines: Sequence[str]) -> None:
+        self.lines: list[str] = list(lines)
+        self.n = len(self.lines)
+        self.state: list[State] = [State.PENDING] * self.n
+        self.must: set[int] = set()
+        self._facts: dict[int, str] = {}
+        self._pieces: list[tuple[float, int, str]] = []
+        self._seq = 0
+        self._footer: dict[str, list[int]] = {}
+        self._omissions: list[Omission] = []
+        self.notes: list[str] = []  # short notes appended to the footer marker (e.g. columns)
+
+    # ------------------------------------------------------------------ marking
+    def must_keep(self, i: int, fact: str | None = None) -> None:
+        """Mark line ``i`` as a must-keep fact.
+
+        ``fact`` is the substring of the line that must appear in the text (default: the whole
+        stripped line); a later call for the same line replaces it, so a pattern that rewrites
+        a line compactly names the part it guarantees to keep.
+        """
+        self.must.add(i)
+        f = (fact if fact is not None else self.lines[i]).strip()
+        if f:
+            self._facts[i] = f
+
+    @property
+    def facts(self) -> list[str]:
+        out: list[str] = []
+        for i in sorted(self._facts):
+            if self._facts[i] not in out:
+                out.append(self._facts[i])
+        return out
+
+    def pending(self, idxs: Iterable[int] | None = None) -> list[int]:
+        rng = range(self.n) if idxs is None else idxs
+        return [i for i in rng if self.state[i] == State.PENDING]
+
+    def is_pending(self, i: int) -> bool:
+        return self.state[i] == State.PENDING
+
+    # ------------------------------------------------------------------ emitting
+    def _put(self, pos: float, text: str) -> None:
+        self._pieces.append((pos, self._seq, text))
+        self._seq += 1
+
+    def _claim(self, idxs: Iterable[int], state: State) -> list[int]:
+        got = [i for i in idxs if self.state[i] == State.PENDING]
+        for i in got:
+            self.state[i] = state
+        return got
+
+    def keep(self, i: int, text: str | None = None) -> None:
+        """Keep line ``i`` (as ``text`` if given, e.g. a more compact rewrite)."""
+        if self._claim([i], State.KEPT):
+            self._put(i, self.lines[i] if text is None else text)
+
+    def keep_all(self, idxs: Iterable[int]) -> None:
+        for i in idxs:
+            self.keep(i)
+
+    def represent(self, idxs: Sequence[int], text: str, pos: float | None = None) -> None:
+        """One output line standing for several raw lines (all counted as kept)."""
+        got = self._claim(idxs, State.KEPT)
+        if got:
+            self._put(min(got) if pos is None else pos, text)
+
+    def fold(self, idxs: Sequence[int], text: str) -> None:
+        """Exact repeats: the first line is kept as ``text``, the others are folded into it."""
+        got = self._claim(idxs, State.FOLDED)
+        if not got:
+            return
+        self.state[got[0]] = State.KEPT
+        self._put(got[0], text)
+
+    def blank(self, i: int) -> None:
+        if self.must and i in self.must:
+            self.keep(i)
+            return
+        self._claim([i], State.BLANK)
+
+    def note(self, pos: float, text: str) -> None:
+        """A synthetic line (not standing for raw lines), placed at ``pos``."""
+        self._put(pos, text)
+
+    def omit(self, idxs: Iterable[int], reason: str, inline: bool = True) -> int:
+        """Omit lines; must-keep lines among them are kept instead. Returns lines omitted.
+
+        Inline omissions put a marker where the lines were (one per contiguous run);
+        footer omissions are announced together in one marker at the end of the text.
+        """
+        idxs = sorted(set(self.pending(idxs)))
+        keep = [i for i in idxs if i in self.must]
+        drop = [i for i in idxs if i not in self.must]
+        for i in keep:
+            self.keep(i)
+        if not drop:
+            return 0
+        for i in drop:
+            self.state[i] = State.OMITTED
+        if inline:
+            run: list[int] = []
+            for i in drop:
+                if run and self._breaks(run[-1], i):
+                    self._inline(run, reason)
+                    run = []
+                run.append(i)
+            if run:
+                self._inline(run, reason)
+        else:
+            self._footer.setdefault(reason, []).extend(drop)
+        return len(drop)
+
+    def _breaks(self, a: int, b: int) -> bool:
+        """Whether a line between ``a`` and ``b`` is (or may become) visible."""
+        return any(
+            self.state[k] in (State.KEPT, State.PENDING) or k in self.must for k in range(a + 1, b)
+        )
+
+    def _inline(self, run: list[int], reason: str) -> None:
+        self._omissions.append(Omission(reason=reason, count=len(run), ranges=_ranges(run)))
+        self._put(run[0], marker(len(run), reason))
+
+    # ------------------------------------------------------------------ result
+    def counts(self) -> dict[State, int]:
+        c = {s: 0 for s in State}
+        for s in self.state:
+            c[s] += 1
+        return c
+
+    def omissions(self) -> list[Omission]:
+        footer = [
+            Omission(reason=r, count=len(ix), ranges=_ranges(ix)) for r, ix in self._footer.items()
+        ]
+        return [*self._omissions, *footer]
+
+    def render(self, exit_code: int) -> str:
+        pieces = sorted(self._pieces)
+        out = [t for _, _, t in pieces]
+        if self._footer:
+            total = sum(len(v) for v in self._footer.values())
+            parts = ", ".join(f"{len(v)} {r}" for r, v in self._footer.items())
+            out.append(f"[… {total} {_plural(total)} omitted: {parts} · expand {ARCHIVE_PLACEHOLDER}]")
+        for n in self.notes:
+            out.append(f"[{n}]")
+        if exit_code != 0:
+            out.append(f"[exit {exit_code}]")
+        return "\n".join(out)

@@ -1,0 +1,213 @@
+"""Python tools: pytest, unittest, pip."""
+
+from __future__ import annotations
+
+import re
+
+from leanctx.context.shell.builder import Builder
+from leanctx.context.shell.patterns.common import Ctx, drop_rulers, python_traceback
+
+__all__ = ["pip", "pytest", "unittest"]
+
+_SECTION = re.compile(r"^={3,} (.+?) ={3,}$")
+_BLOCK = re.compile(r"^_{3,} (.+?) _{3,}$")
+_SUBSECTION = re.compile(r"^-{3,} (.+?) -{3,}$")
+_PROGRESS = re.compile(r"^\S+\.py [.FEsxXp]+\s*(?:\[\s*\d+%\])?$|^[.FEsxX]+\s*\[\s*\d+%\]$")
+_VERBOSE = re.compile(r"^(\S+::\S.*?) (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b")
+_LOCATION = re.compile(r"^[\w./\\-]+\.py:\d+: ?\w*$")
+_SUMMARY = re.compile(r"\b\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|warnings?|deselected)\b.* in [0-9.]+s")
+_E_MAX = 12
+
+
+def pytest(b: Builder, ctx: Ctx) -> None:
+    section = "header"
+    header: list[int] = []
+    passed: list[int] = []
+    skipped: list[int] = []
+    progress: list[int] = []
+    source: list[int] = []
+    e_extra: list[int] = []
+    e_count = 0
+    verbose_fail: list[int] = []
+    has_short_summary = any(
+        (m := _SECTION.match(line)) and "short test summary" in m.group(1) for line in b.lines
+    )
+    for i, line in enumerate(b.lines):
+        s = line.strip()
+        m = _SECTION.match(line)
+        if m:
+            title = m.group(1)
+            if _SUMMARY.search(title) or re.search(r"\bno tests ran\b|Interrupted", title):
+                b.must_keep(i, title)
+                b.keep(i, title)
+                section = "done"
+            elif "test session starts" in title:
+                section = "header"
+                header.append(i)
+            else:
+                section = title.lower()
+                b.keep(i, f"== {title} ==")
+            continue
+        if not s:
+            b.blank(i)
+            continue
+        if section == "header":
+            if s.startswith("collect"):
+                b.must_keep(i)
+                b.keep(i)
+                section = "run"
+            else:
+                header.append(i)
+            continue
+        if section == "run":
+            v = _VERBOSE.match(line)
+            if v:
+                outcome = v.group(2)
+                if outcome == "PASSED":
+                    passed.append(i)
+                elif outcome in {"SKIPPED", "XFAIL"}:
+                    skipped.append(i)
+                else:
+                    b.must_keep(i, v.group(1))
+                    verbose_fail.append(i)
+            elif _PROGRESS.match(s):
+                progress.append(i)
+            continue
+        if section in {"failures", "errors"}:
+            bm = _BLOCK.match(line)
+            if bm:
+                b.must_keep(i, bm.group(1))
+                b.keep(i, f"__ {bm.group(1)} __")
+                e_count = 0
+            elif RULER(line):
+                b.blank(i)
+            elif line.startswith(">"):
+                b.keep(i)
+            elif line.startswith("E ") or line == "E":
+                if not line[1:].strip():
+                    b.blank(i)
+                elif e_count < _E_MAX:
+                    if e_count == 0:
+                        b.must_keep(i)
+                    b.keep(i)
+                    e_count += 1
+                else:
+                    e_extra.append(i)
+            elif _LOCATION.match(s):
+                b.must_keep(i, s.rstrip(": "))
+                b.keep(i, s)
+            elif _SUBSECTION.match(line):
+                b.keep(i)
+            else:
+                source.append(i)
+            continue
+        if "short test summary" in section:
+            b.must_keep(i)
+            b.keep(i)
+            continue
+        # warnings summary and anything else: leave to the generic pass
+    b.omit(header, "session header", inline=False)
+    b.omit(progress, "progress lines", inline=False)
+    b.omit(passed, "passed tests", inline=False)
+    b.omit(skipped, "skipped/xfail tests", inline=False)
+    if has_short_summary:
+        b.omit(verbose_fail, "failing test lines repeated in the summary", inline=False)
+    else:
+        b.keep_all(verbose_fail)
+    b.omit(source, "traceback source", inline=False)
+    b.omit(e_extra, "assertion detail lines", inline=False)
+    drop_rulers(b)
+
+
+def RULER(line: str) -> bool:  # noqa: N802 - tiny predicate
+    return bool(re.match(r"^(?:_ ){5,}_?\s*$", line))
+
+
+_UT_LINE = re.compile(r"^(\w+) \(([\w.]+)\)(?: \.\.\.|\n)")
+_UT_RESULT = re.compile(r"^(.+?) \.\.\. (ok|FAIL|ERROR|skipped.*|expected failure|unexpected success)$")
+
+
+def unittest(b: Builder, ctx: Ctx) -> None:
+    ok: list[int] = []
+    skipped: list[int] = []
+    for i, line in enumerate(b.lines):
+        m = _UT_RESULT.match(line)
+        if m:
+            if m.group(2) == "ok":
+                ok.append(i)
+            elif m.group(2).startswith("skipped") or m.group(2) == "expected failure":
+                skipped.append(i)
+            else:
+                b.must_keep(i)
+                b.keep(i)
+            continue
+        if re.match(r"^(FAIL|ERROR): ", line):
+            b.must_keep(i)
+            b.keep(i)
+        elif re.match(r"^Ran \d+ tests? in", line) or re.match(r"^(FAILED|OK)\b", line):
+            b.must_keep(i)
+            b.keep(i)
+    b.omit(ok, "passed tests", inline=False)
+    b.omit(skipped, "skipped tests", inline=False)
+    drop_rulers(b)
+    python_traceback(b)
+
+
+_PIP_NOISE = re.compile(
+    r"^(?:Looking in (?:indexes|links):|\s+Downloading |\s+Using cached |\s+Obtaining dependency|"
+    r"\s+Preparing metadata|\s+Getting requirements|\s+Installing build dependencies|"
+    r"\s+Building wheel|\s+Created wheel|\s+Stored in directory|Using pip |"
+    r"\s+Found existing installation|\s+Uninstalling |\s+Successfully uninstalled|"
+    r"\[notice\]|\s*Attempting uninstall)"
+)
+_SATISFIED = re.compile(r"^Requirement already satisfied: (\S+?)(?:[<>=!~;].*?)? in \S+(?: \(from [^)]*\))? \(([^)]+)\)")
+_COLLECTING = re.compile(r"^Collecting (\S+)")
+
+
+def pip(b: Builder, ctx: Ctx) -> None:
+    if ctx.cmd.sub in {"list", "freeze"}:
+        _pip_list(b)
+        return
+    noise: list[int] = []
+    satisfied: list[tuple[int, str]] = []
+    collecting: list[tuple[int, str]] = []
+    for i, line in enumerate(b.lines):
+        if _PIP_NOISE.match(line):
+            noise.append(i)
+            continue
+        m = _SATISFIED.match(line)
+        if m:
+            satisfied.append((i, f"{m.group(1)} {m.group(2)}"))
+            continue
+        m = _COLLECTING.match(line)
+        if m:
+            collecting.append((i, m.group(1)))
+            continue
+        if line.startswith(("Successfully installed", "ERROR", "error:", "WARNING")):
+            b.must_keep(i)
+            b.keep(i)
+    if satisfied:
+        idxs = [i for i, _ in satisfied]
+        b.represent(idxs, "Requirement already satisfied: " + ", ".join(t for _, t in satisfied))
+    if collecting:
+        idxs = [i for i, _ in collecting]
+        b.represent(idxs, "collected: " + ", ".join(t for _, t in collecting))
+    b.omit(noise, "download/build progress", inline=False)
+
+
+def _pip_list(b: Builder) -> None:
+    rows: list[int] = []
+    items: list[str] = []
+    for i, line in enumerate(b.lines):
+        parts = line.split()
+        if not parts:
+            b.blank(i)
+        elif set(line.strip()) <= {"-", " "}:
+            b.blank(i)
+        elif parts[:2] == ["Package", "Version"]:
+            rows.append(i)
+        elif len(parts) >= 2 and not line.startswith(" "):
+            rows.append(i)
+            items.append(f"{parts[0]}=={parts[1]}" + (f" ({' '.join(parts[2:])})" if len(parts) > 2 else ""))
+    if items:
+        b.represent(rows, f"{len(items)} packages: " + ", ".join(items))

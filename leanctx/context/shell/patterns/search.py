@@ -1,0 +1,87 @@
+"""grep / rg / ag / git grep: matches grouped per file under a common prefix, capped per file."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import defaultdict
+
+from leanctx.context.shell.builder import Builder
+from leanctx.context.shell.patterns.common import Ctx
+
+__all__ = ["grep"]
+
+_MATCH = re.compile(r"^(?P<path>[^\s:][^:]*?):(?P<line>\d+):(?P<text>.*)$")
+_CONTEXT = re.compile(r"^(?P<path>[^\s:][^:]*?)-(?P<line>\d+)-(?P<text>.*)$")
+_MATCH_NOLINE = re.compile(r"^(?P<path>[^\s:][^:]*\.[\w]+):(?P<text>.*)$")
+_HEADING_LINE = re.compile(r"^(?P<line>\d+)[:-](?P<text>.*)$")
+_BINARY = re.compile(r"^(?:grep: )?(?:Binary file )?(\S+)(?:: binary file matches| matches)$")
+_PER_FILE = 5
+_TOTAL = 100
+_MAX_TEXT = 160
+
+
+def _clip(text: str) -> str:
+    text = text.strip()
+    return text if len(text) <= _MAX_TEXT else f"{text[:_MAX_TEXT]}…[+{len(text) - _MAX_TEXT} chars]"
+
+
+def grep(b: Builder, ctx: Ctx) -> None:
+    files: defaultdict[str, list[tuple[int, str, str]]] = defaultdict(list)  # path -> (idx, lineno, text)
+    binaries: list[tuple[int, str]] = []
+    current = ""  # rg --heading: a path alone on a line
+    heads: dict[str, int] = {}
+    for i, line in enumerate(b.lines):
+        if not line.strip():
+            b.blank(i)
+            current = ""
+            continue
+        if line == "--":
+            b.blank(i)
+            continue
+        if m := _BINARY.match(line):
+            binaries.append((i, m.group(1)))
+            continue
+        m = _MATCH.match(line) or _CONTEXT.match(line)
+        if m and not current:
+            files[m.group("path")].append((i, m.group("line"), m.group("text")))
+            continue
+        if current and (h := _HEADING_LINE.match(line)):
+            files[current].append((i, h.group("line"), h.group("text")))
+            continue
+        if m2 := _MATCH_NOLINE.match(line):
+            files[m2.group("path")].append((i, "", m2.group("text")))
+            continue
+        if re.match(r"^[^\s:]+$", line) and i + 1 < b.n and _HEADING_LINE.match(b.lines[i + 1]):
+            current = line
+            heads[current] = i  # re-emitted with its group
+            continue
+    groups = {p: m for p, m in files.items() if m}
+    if not groups:
+        return
+    paths = list(groups)
+    absolute = [p for p in paths if p.startswith("/")]
+    prefix = ""
+    if len(paths) > 1 and (len(absolute) == len(paths) or not absolute):
+        prefix = os.path.commonpath(paths)
+        if prefix in groups:
+            prefix = os.path.dirname(prefix)
+    if prefix:
+        b.note(min(m[0][0] for m in groups.values()) - 0.5, f"under {prefix}/:")
+    shown_total = 0
+    for path, matches in groups.items():
+        rel = os.path.relpath(path, prefix) if prefix else path
+        b.must_keep(matches[0][0], rel)
+        budget = max(1, min(_PER_FILE, _TOTAL - shown_total))
+        shown, extra = matches[:budget], matches[budget:]
+        shown_total += len(shown)
+        head = f"{rel} ({len(matches)})" if len(matches) > 1 else rel
+        body = [f"  {ln}: {_clip(t)}" if ln else f"  {_clip(t)}" for _, ln, t in shown]
+        lead = [heads[path]] if path in heads else []
+        b.represent([*lead, *(k for k, _, _ in shown)], "\n".join([head, *body]))
+        if extra:
+            b.omit([k for k, _, _ in extra], "more matches")
+    if binaries:
+        b.represent([i for i, _ in binaries], "binary matches: " + ", ".join(
+            os.path.relpath(p, prefix) if prefix and p.startswith(prefix) else p for _, p in binaries
+        ))

@@ -1,0 +1,20 @@
+"""The symbol record shared by the map, signatures and task read modes."""
+
+from __future__ import annotations
+
+import msgspec
+
+__all__ = ["Symbol"]
+
+
+class Symbol(msgspec.Struct, frozen=True):
+    """A declaration: ``line``/``end_line`` are 1-based and inclusive; ``depth`` 0 is top level."""
+
+    name: str
+    kind: str  # function, method, class, struct, interface, trait, enum, type, impl, module, ...
+    line: int
+    end_line: int
+    depth: int
+    signature: str
+    exported: bool = True
+    parent: str = ""

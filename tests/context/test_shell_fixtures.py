@@ -1,0 +1,76 @@
+"""Every real captured output: facts survive, never worse, every dropped line accounted for."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from leanctx.context.shell import compress, fill_archive, raw_text, split_lines
+from leanctx.context.tokens import count_tokens
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "shell"
+CASES = sorted(FIXTURES.glob("*.json"))
+_INLINE = re.compile(r"\[… (\d+) lines? omitted \([^)]*\) · expand \{archive\}\]")
+_FOOTER = re.compile(r"\[… (\d+) lines? omitted: [^\]]* · expand \{archive\}\]")
+
+
+def _load(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def test_corpus_covers_the_command_families() -> None:
+    text = " | ".join(_load(p)["command"] for p in CASES)
+    for family in ["git status", "git log", "git diff", "git show", "git branch", "git push", "git pull",
+                   "git fetch", "git commit", "pytest", "unittest", "pip install", "npm install", "npm test",
+                   "npm run", "cargo build", "cargo test", "cargo clippy", "go test", "go build", "docker ps",
+                   "docker build", "kubectl get", "make", "tsc", "eslint", "ruff", "mypy", "ls", "tree",
+                   "find", "fd", "grep", "rg"]:
+        assert family in text, family
+    assert len(CASES) >= 40
+
+
+@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+def test_fixture(path: Path) -> None:
+    fx = _load(path)
+    c = compress(fx["command"], fx["stdout"], fx["stderr"], fx["exit_code"])
+    # must-keep facts survive
+    for fact in fx["must_keep"]:
+        assert fact in c.text, f"lost must-keep fact {fact!r}"
+    for fact in c.must_keep:
+        assert fact in c.text, f"engine fact {fact!r} not in the text"
+    if fx["exit_code"] != 0:
+        assert f"[exit {fx['exit_code']}]" in c.text
+    # never worse, and the counts are honest
+    assert c.sent_tokens == count_tokens(c.text)
+    assert c.raw_tokens >= c.sent_tokens
+    if c.pattern != "raw":
+        assert c.sent_tokens < c.raw_tokens
+        assert "\x1b[" not in c.text
+    # every line accounted for
+    raw_lines = split_lines(fx["stdout"]) + split_lines(fx["stderr"])
+    assert c.raw_lines == len(raw_lines) == len(split_lines(raw_text(fx["stdout"], fx["stderr"])))
+    assert c.raw_lines == c.kept_lines + c.folded_lines + c.omitted_lines + c.blank_lines
+    assert sum(o.count for o in c.omissions) == c.omitted_lines
+    covered: set[int] = set()
+    for o in c.omissions:
+        lines = {k for a, b in o.ranges for k in range(a, b + 1)}
+        assert len(lines) == o.count
+        assert all(1 <= k <= c.raw_lines for k in lines)
+        assert not lines & covered, "a line is omitted twice"
+        covered |= lines
+    stated = sum(int(n) for n in _INLINE.findall(c.text)) + sum(int(n) for n in _FOOTER.findall(c.text))
+    assert stated == c.omitted_lines, "the markers must state every omitted line"
+    if c.omitted_lines:
+        assert "{archive}" in c.text
+        assert "{archive}" not in fill_archive(c.text, "arc-1")
+
+
+@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+def test_argv_and_string_commands_agree(path: Path) -> None:
+    fx = _load(path)
+    a = compress(fx["argv"], fx["stdout"], fx["stderr"], fx["exit_code"])
+    b = compress(fx["command"], fx["stdout"], fx["stderr"], fx["exit_code"])
+    assert a.pattern == b.pattern or "raw" in {a.pattern, b.pattern}

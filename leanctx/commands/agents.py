@@ -1,4 +1,14 @@
-"""Agent registry commands: register, heartbeat, deregister."""
+"""Agent registry commands: register, heartbeat, deregister, sweep.
+
+Timeouts: an agent with no heartbeat for more than ``HEARTBEAT_TTL`` is stale. The first
+command that observes it — ``agent.sweep`` (what ``lean-ctx agent list`` dispatches when it
+sees one), or a ``register`` / ``heartbeat`` in the same project — records ``agent.left``
+(reason ``heartbeat_timeout``). The decision is taken on the registry inside the command's
+write transaction, so two processes observing at once record it once, and a later
+observation appends nothing. A timed-out agent's heartbeat is refused with ``AGENT_LEFT``; it
+registers again with the same id (``--id`` / ``$LEAN_CTX_AGENT_ID``) to rejoin. A stale
+agent whose timeout nobody has recorded yet may still heartbeat: the first writer wins.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +19,27 @@ import msgspec
 
 from ..errors import CommandError, InvalidInput
 from ..events import NO_STREAM
-from ..events.kinds import AgentDeregistered, AgentHeartbeat, AgentRegistered
-from ..projections.agents import HEARTBEAT_INTERVAL, HEARTBEAT_TTL, count_names, find_agent
+from ..events.kinds.agent import (
+    AgentDeregistered,
+    AgentHeartbeat,
+    AgentLeft,
+    AgentRegistered,
+)
+from ..projections.agents import (
+    HEARTBEAT_INTERVAL,
+    HEARTBEAT_TTL,
+    AgentView,
+    count_names,
+    find_agent,
+    name_taken,
+    unrecorded_stale,
+)
 from .bus import Command, CommandContext, handles
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+
+TIMEOUT_REASON = "heartbeat_timeout"
 
 
 def _check(value: str, what: str, code: str) -> str:
@@ -25,6 +50,10 @@ def _check(value: str, what: str, code: str) -> str:
             f"{what} {value!r} is not valid: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit",
         )
     return value
+
+
+def valid_agent_id(agent_id: str) -> bool:
+    return bool(_ID.match(agent_id))
 
 
 def stream_of(agent_id: str) -> str:
@@ -65,6 +94,14 @@ class Deregister(Command, frozen=True):
     reason: str = "deregistered"
 
 
+class SweepAgents(Command, frozen=True):
+    """Record ``agent.left`` (heartbeat_timeout) for every stale agent not yet recorded."""
+
+    name = "agent.sweep"
+    project_root: str | None = None  # default: the caller's project
+    all_projects: bool = False
+
+
 class AgentAck(msgspec.Struct, frozen=True):
     agent_id: str
     name: str
@@ -73,7 +110,33 @@ class AgentAck(msgspec.Struct, frozen=True):
     already_left: bool = False
 
 
-@handles(RegisterAgent, emits=("agent.registered",), result=AgentRegistration)
+class SweepResult(msgspec.Struct, frozen=True):
+    recorded: list[AgentView]  # the agents whose timeout this sweep recorded (as seen before it)
+
+
+def record_timeouts(ctx: CommandContext, project_root: str | None, *, exclude: str | None = None) -> list[AgentView]:
+    """Inside a command: emit ``agent.left`` for each agent of ``project_root`` (every project
+    when None) that is stale at ``ctx.now`` and not yet recorded. The caller must declare
+    ``agent.left`` in its ``emits``."""
+    out = []
+    for a in unrecorded_stale(ctx.conn, now=ctx.now, project_root=project_root):
+        if a.agent_id == exclude:
+            continue
+        ctx.emit(stream_of(a.agent_id),
+                 AgentLeft(agent_id=a.agent_id, reason=TIMEOUT_REASON, last_seen=a.last_seen,
+                           ttl_seconds=HEARTBEAT_TTL))
+        out.append(a)
+    return out
+
+
+def _new_name(ctx: CommandContext, project_root: str, agent_type: str, role: str) -> str:
+    n = count_names(ctx.conn, project_root, agent_type, role) + 1
+    while name_taken(ctx.conn, project_root, f"{agent_type}-{role}-{n}"):  # after rejoins under another role
+        n += 1
+    return f"{agent_type}-{role}-{n}"
+
+
+@handles(RegisterAgent, emits=("agent.registered", "agent.left"), result=AgentRegistration)
 def register(ctx: CommandContext, cmd: RegisterAgent) -> AgentRegistration:
     agent_type = _check(cmd.agent_type, "agent type", "AGENT_INVALID_TYPE")
     role = _check(cmd.role, "role", "AGENT_INVALID_ROLE")
@@ -95,12 +158,13 @@ def register(ctx: CommandContext, cmd: RegisterAgent) -> AgentRegistration:
         while find_agent(ctx.conn, agent_id, now=ctx.now) is not None:  # pragma: no cover - 2^-32
             agent_id = secrets.token_hex(4)
         existing = None
+    record_timeouts(ctx, project_root, exclude=agent_id)  # registering observes the project's registry
     if rejoined and existing is not None and (existing.agent_type, existing.role, existing.project_root) == (
         agent_type, role, project_root
     ):
         name = existing.name
     else:
-        name = f"{agent_type}-{role}-{count_names(ctx.conn, project_root, agent_type, role) + 1}"
+        name = _new_name(ctx, project_root, agent_type, role)
     ctx.emit(
         stream_of(agent_id),
         AgentRegistered(agent_id=agent_id, name=name, agent_type=agent_type, role=role, project_root=project_root,
@@ -111,23 +175,33 @@ def register(ctx: CommandContext, cmd: RegisterAgent) -> AgentRegistration:
                              rejoined)
 
 
-def _known(ctx: CommandContext, ref: str):  # type: ignore[no-untyped-def]
+def _known(ctx: CommandContext, ref: str) -> AgentView:
     agent = find_agent(ctx.conn, ref, now=ctx.now, project_root=None)
     if agent is None:
         raise CommandError("AGENT_NOT_FOUND", f"no agent {ref!r} is registered; see `lean-ctx agent list`")
     return agent
 
 
-@handles(Heartbeat, emits=("agent.heartbeat",), result=AgentAck)
+def _left_error(agent: AgentView) -> CommandError:
+    how = f"timed out (no heartbeat for more than {HEARTBEAT_TTL:.0f}s)" if agent.timed_out else "left"
+    return CommandError(
+        "AGENT_LEFT",
+        f"agent {agent.name} ({agent.agent_id}) {how} at {agent.left_at} ({agent.left_reason}); register again to"
+        f" rejoin with the same id: `lean-ctx agent register --type {agent.agent_type} --role {agent.role}"
+        f" --id {agent.agent_id}`",
+        agent_id=agent.agent_id,
+        reason=agent.left_reason,
+    )
+
+
+@handles(Heartbeat, emits=("agent.heartbeat", "agent.left"), result=AgentAck)
 def heartbeat(ctx: CommandContext, cmd: Heartbeat) -> AgentAck:
     agent = _known(ctx, cmd.agent)
-    if agent.status == "left":
-        raise CommandError(
-            "AGENT_LEFT",
-            f"agent {agent.name} ({agent.agent_id}) left ({agent.left_reason}); register again to rejoin",
-        )
+    if agent.left_at is not None:
+        raise _left_error(agent)
     if cmd.status is not None:
         _check(cmd.status, "status", "AGENT_INVALID_STATUS")
+    record_timeouts(ctx, agent.project_root, exclude=agent.agent_id)
     ctx.emit(stream_of(agent.agent_id), AgentHeartbeat(agent_id=agent.agent_id, status=cmd.status))
     return AgentAck(agent.agent_id, agent.name)
 
@@ -137,6 +211,15 @@ def deregister(ctx: CommandContext, cmd: Deregister) -> AgentAck:
     agent = _known(ctx, cmd.agent)
     if agent.status == "left":  # same-state write: idempotent, nothing appended
         return AgentAck(agent.agent_id, agent.name, already_left=True)
+    # a timed-out agent (status stale) that deregisters turns into one that left on purpose
     reason = cmd.reason.strip() or "deregistered"
     ctx.emit(stream_of(agent.agent_id), AgentDeregistered(agent_id=agent.agent_id, reason=reason[:200]))
     return AgentAck(agent.agent_id, agent.name)
+
+
+@handles(SweepAgents, emits=("agent.left",), result=SweepResult)
+def sweep(ctx: CommandContext, cmd: SweepAgents) -> SweepResult:
+    project_root = None if cmd.all_projects else (cmd.project_root or ctx.project)
+    if not cmd.all_projects and not project_root:
+        raise InvalidInput("AGENT_INVALID_PROJECT", "a project root is required (or all_projects)")
+    return SweepResult(record_timeouts(ctx, project_root))

@@ -1,9 +1,14 @@
 """The agent registry: who joined which project, when each was last seen, who left.
 
 Status is computed at query time from ``now`` (never from the projection's own clock):
-``active`` (seen within ``2 × interval``), ``idle`` (seen within ``ttl`` but missed a
-heartbeat, or self-reported idle), ``stale`` (no heartbeat for ``ttl`` = 3 intervals),
-``left`` (deregistered or timed out).
+
+- ``active``: seen within ``2 × interval`` (at most one heartbeat late);
+- ``idle``: seen within ``ttl`` but missed a heartbeat, or self-reported idle;
+- ``stale``: no heartbeat for more than ``ttl`` = 3 intervals (60 s by default). A stale
+  agent is recorded as gone (``agent.left``, reason ``heartbeat_timeout``) by the first
+  command that observes it; it is still listed as ``stale`` afterwards (``timed_out`` true)
+  until it registers again or deregisters;
+- ``left``: deregistered on purpose (``agent.deregistered``); hidden unless asked for.
 """
 
 from __future__ import annotations
@@ -14,11 +19,19 @@ import msgspec
 
 from .. import clock
 from ..events import StoredEvent
-from ..events.kinds import AgentDeregistered, AgentHeartbeat, AgentRegistered
+from ..events.kinds.agent import (
+    AgentDeregistered,
+    AgentHeartbeat,
+    AgentLeft,
+    AgentRegistered,
+)
 from .base import Projection
 
 HEARTBEAT_INTERVAL = 20.0  # seconds between heartbeats a client is asked for
 HEARTBEAT_TTL = 3 * HEARTBEAT_INTERVAL  # missing 3 intervals makes an agent stale
+
+LEFT_TIMEOUT = "timeout"  # left_kind of an agent recorded by agent.left
+LEFT_DEREGISTERED = "deregistered"  # left_kind of an agent that deregistered
 
 
 class AgentView(msgspec.Struct, frozen=True):
@@ -38,12 +51,13 @@ class AgentView(msgspec.Struct, frozen=True):
     reported_status: str | None = None
     left_at: str | None = None
     left_reason: str | None = None
+    timed_out: bool = False  # an agent.left (heartbeat_timeout) was recorded for it
 
 
 class AgentRegistry(Projection):
     name = "agents"
-    version = 1
-    kinds = frozenset({"agent.registered", "agent.heartbeat", "agent.deregistered"})
+    version = 2  # 2: folds agent.left (left_kind)
+    kinds = frozenset({"agent.registered", "agent.heartbeat", "agent.deregistered", "agent.left"})
     tables = {
         "agents": """CREATE TABLE IF NOT EXISTS agents (
             agent_id      TEXT PRIMARY KEY,
@@ -59,7 +73,8 @@ class AgentRegistry(Projection):
             reported_status TEXT,
             heartbeats    INTEGER NOT NULL,
             left_at       TEXT,
-            left_reason   TEXT
+            left_reason   TEXT,
+            left_kind     TEXT
         )""",
     }
     indexes = ("CREATE INDEX IF NOT EXISTS agents_project ON agents (project_root, agent_type, role)",)
@@ -69,12 +84,13 @@ class AgentRegistry(Projection):
         if isinstance(ev, AgentRegistered):
             conn.execute(
                 "INSERT INTO agents (agent_id, name, agent_type, role, project_root, pid, host, session_id,"
-                " registered_at, last_seen, reported_status, heartbeats, left_at, left_reason)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, 0, NULL, NULL)"
+                " registered_at, last_seen, reported_status, heartbeats, left_at, left_reason, left_kind)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, 0, NULL, NULL, NULL)"
                 " ON CONFLICT(agent_id) DO UPDATE SET name = excluded.name, agent_type = excluded.agent_type,"
                 " role = excluded.role, project_root = excluded.project_root, pid = excluded.pid,"
                 " host = excluded.host, session_id = excluded.session_id, registered_at = excluded.registered_at,"
-                " last_seen = excluded.last_seen, reported_status = NULL, left_at = NULL, left_reason = NULL",
+                " last_seen = excluded.last_seen, reported_status = NULL, left_at = NULL, left_reason = NULL,"
+                " left_kind = NULL",
                 (ev.agent_id, ev.name, ev.agent_type, ev.role, ev.project_root, ev.pid, ev.host, ev.session_id,
                  event.ts, event.ts),
             )
@@ -86,22 +102,27 @@ class AgentRegistry(Projection):
             )
         elif isinstance(ev, AgentDeregistered):
             conn.execute(
-                "UPDATE agents SET left_at = ?, left_reason = ? WHERE agent_id = ?",
-                (event.ts, ev.reason, ev.agent_id),
+                "UPDATE agents SET left_at = ?, left_reason = ?, left_kind = ? WHERE agent_id = ?",
+                (event.ts, ev.reason, LEFT_DEREGISTERED, ev.agent_id),
+            )
+        elif isinstance(ev, AgentLeft):
+            conn.execute(
+                "UPDATE agents SET left_at = ?, left_reason = ?, left_kind = ? WHERE agent_id = ?",
+                (event.ts, ev.reason, LEFT_TIMEOUT, ev.agent_id),
             )
 
 
 _COLS = (
     "agent_id, name, agent_type, role, project_root, pid, host, session_id, registered_at, last_seen,"
-    " reported_status, heartbeats, left_at, left_reason"
+    " reported_status, heartbeats, left_at, left_reason, left_kind"
 )
 
 
 def status_of(last_seen: str, left_at: str | None, reported: str | None, now: float,
-              ttl: float = HEARTBEAT_TTL) -> tuple[str, float]:
+              ttl: float = HEARTBEAT_TTL, left_kind: str | None = None) -> tuple[str, float]:
     age = max(0.0, now - clock.parse(last_seen))
     if left_at is not None:
-        return "left", age
+        return ("stale" if left_kind == LEFT_TIMEOUT else "left"), age
     if age > ttl:
         return "stale", age
     if age > 2 * ttl / 3 or reported == "idle":
@@ -111,14 +132,17 @@ def status_of(last_seen: str, left_at: str | None, reported: str | None, now: fl
 
 def _view(row: tuple[Any, ...], now: float, ttl: float) -> AgentView:
     (agent_id, name, agent_type, role, project_root, pid, host, session_id, registered_at, last_seen,
-     reported, heartbeats, left_at, left_reason) = row
-    status, age = status_of(last_seen, left_at, reported, now, ttl)
+     reported, heartbeats, left_at, left_reason, left_kind) = row
+    status, age = status_of(last_seen, left_at, reported, now, ttl, left_kind)
     return AgentView(agent_id, name, agent_type, role, project_root, status, registered_at, last_seen,
-                     round(age, 3), heartbeats, pid, host, session_id, reported, left_at, left_reason)
+                     round(age, 3), heartbeats, pid, host, session_id, reported, left_at, left_reason,
+                     left_kind == LEFT_TIMEOUT)
 
 
 def list_agents(conn: Any, *, now: float, project_root: str | None = None, include_left: bool = False,
                 ttl: float = HEARTBEAT_TTL) -> list[AgentView]:
+    """Agents (of ``project_root`` if given) with their status at ``now``. Agents that
+    deregistered are left out unless ``include_left``; timed-out agents are listed as stale."""
     sql = f"SELECT {_COLS} FROM agents"
     params: list[Any] = []
     where = []
@@ -126,11 +150,24 @@ def list_agents(conn: Any, *, now: float, project_root: str | None = None, inclu
         where.append("project_root = ?")
         params.append(project_root)
     if not include_left:
-        where.append("left_at IS NULL")
+        where.append("(left_at IS NULL OR left_kind = ?)")
+        params.append(LEFT_TIMEOUT)
     if where:
         sql += " WHERE " + " AND ".join(where)
     sql += " ORDER BY registered_at, agent_id"
     return [_view(r, now, ttl) for r in conn.execute(sql, params)]
+
+
+def unrecorded_stale(conn: Any, *, now: float, project_root: str | None = None,
+                     ttl: float = HEARTBEAT_TTL) -> list[AgentView]:
+    """Agents stale at ``now`` whose timeout has not been recorded yet (no ``agent.left``)."""
+    sql = f"SELECT {_COLS} FROM agents WHERE left_at IS NULL"
+    params: list[Any] = []
+    if project_root is not None:
+        sql += " AND project_root = ?"
+        params.append(project_root)
+    rows = conn.execute(sql + " ORDER BY registered_at, agent_id", params)
+    return [v for v in (_view(r, now, ttl) for r in rows) if v.status == "stale"]
 
 
 def find_agent(conn: Any, ref: str, *, now: float, project_root: str | None = None,
@@ -153,3 +190,10 @@ def count_names(conn: Any, project_root: str, agent_type: str, role: str) -> int
         "SELECT count(*) FROM agents WHERE project_root = ? AND agent_type = ? AND role = ?",
         (project_root, agent_type, role),
     ).fetchone()[0]
+
+
+def name_taken(conn: Any, project_root: str, name: str) -> bool:
+    """Whether an agent of the project already has this name."""
+    return conn.execute(
+        "SELECT 1 FROM agents WHERE project_root = ? AND name = ? LIMIT 1", (project_root, name)
+    ).fetchone() is not None

@@ -47,11 +47,18 @@ def test_every_command_has_help(db: Path) -> None:
 
 def test_register_list_heartbeat_deregister(db: Path, tmp_path: Path) -> None:
     proj = str(tmp_path / "proj")
+    # without --id or $LEAN_CTX_AGENT_ID the agent is this shell: local-<pid of the caller>
     a = jsonl(run(db, "agent", "register", "--type", "cursor", "--role", "dev", "--project-root", proj,
                   "--json").stdout)[0]
-    b = jsonl(run(db, "agent", "register", "--type", "cursor", "--project-root", proj, "--json").stdout)[0]
+    assert a["agent_id"] == f"local-{os.getpid()}"
+    b = jsonl(run(db, "agent", "register", "--type", "cursor", "--project-root", proj, "--json",
+                  env={"LEAN_CTX_AGENT_ID": "window-2"}).stdout)[0]
     assert (a["name"], b["name"]) == ("cursor-dev-1", "cursor-dev-2")
-    assert a["agent_id"] != b["agent_id"] and len(a["agent_id"]) == 8
+    assert b["agent_id"] == "window-2"
+    # a later call from the same shell acts as that agent
+    hb_events = jsonl(run(db, "agent", "heartbeat", a["agent_id"], "--json").stdout)
+    tail = jsonl(run(db, "events", "tail", "-n", "1", "--kind", "agent.heartbeat", "--json").stdout)
+    assert hb_events and tail[0]["actor"] == a["agent_id"]
     listed = jsonl(run(db, "--project", proj, "agent", "list", "--json").stdout)[0]
     assert [x["name"] for x in listed] == ["cursor-dev-1", "cursor-dev-2"]
     assert {x["status"] for x in listed} == {"active"}
@@ -127,7 +134,7 @@ def test_verify_detects_tampering_with_exit_1(db: Path, tmp_path: Path) -> None:
 
 def test_replay_verify_and_in_place(db: Path, tmp_path: Path) -> None:
     for i in range(3):
-        run(db, "agent", "register", "--type", "cursor", "--project-root", str(tmp_path))
+        run(db, "agent", "register", "--type", "cursor", "--project-root", str(tmp_path), "--id", f"w{i}")
     run(db, "agent", "deregister", "cursor-dev-2")
     def by_name(report: dict) -> dict[str, dict]:
         return {p["name"]: p for p in report["projections"]}

@@ -106,12 +106,19 @@ _register_subcommands()
 
 
 def _print_error(err: LeanCtxError, as_json: bool) -> None:
+    """Print an error; user text that cannot be encoded (lone surrogates from undecodable
+    bytes) is escaped rather than allowed to crash the report."""
     if as_json:
         import msgspec
 
-        sys.stdout.write(msgspec.json.encode({"error": err.to_dict()}).decode() + "\n")
+        try:
+            text = msgspec.json.encode({"error": err.to_dict()}).decode()
+        except (UnicodeError, TypeError):
+            text = msgspec.json.encode({"error": {"code": err.code, "message": repr(err.message)}}).decode()
+        sys.stdout.write(text.encode("utf-8", "backslashreplace").decode("utf-8") + "\n")
     else:
-        sys.stderr.write(f"error[{err.code}]: {err.message}\n")
+        line = f"error[{err.code}]: {err.message}\n"
+        sys.stderr.write(line.encode("utf-8", "backslashreplace").decode("utf-8"))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,4 +1,9 @@
-"""Agent registry facts."""
+"""Agent registry facts.
+
+Two ways of leaving are kept apart: ``agent.deregistered`` is an agent leaving on purpose,
+``agent.left`` (reason ``heartbeat_timeout``) is the registry noticing that an agent stopped
+heartbeating — recorded once, by the first command that observes it.
+"""
 
 from __future__ import annotations
 
@@ -30,3 +35,14 @@ class AgentDeregistered(Event, tag="agent.deregistered"):
 
     agent_id: str
     reason: str = "deregistered"
+
+
+class AgentLeft(Event, tag="agent.left"):
+    """An agent missed its heartbeats for longer than the TTL and was recorded as gone
+    (reason ``heartbeat_timeout``). Recorded once, by the first command that observed it;
+    the agent must register again (same id) to rejoin."""
+
+    agent_id: str
+    reason: str = "heartbeat_timeout"
+    last_seen: str | None = None  # the heartbeat the agent was last seen at
+    ttl_seconds: float | None = None  # the TTL it exceeded

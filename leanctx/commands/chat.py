@@ -1,0 +1,444 @@
+"""The message bus: channels, posts, reads with cursors, adapter-neutral capability/status
+events — plus the read side that appends nothing (peek, wait, poll_events).
+
+Delivery rules (every surface goes through these functions):
+
+- A message goes ``to`` one agent (the event's ``to_agent``) or to ``all`` (``to_agent`` NULL,
+  a broadcast). A directed message never reaches another agent, through any verb: read, peek,
+  wait, poll_events, channels, export (its sender still sees it in peek, channels and export).
+- "For the reader" — what ``read`` and ``wait`` deliver — is a broadcast or a message directed to
+  the reader, *not posted by the reader itself*: an agent never receives its own posts (so a
+  ``wait`` is not woken by the agent's own post). ``peek`` shows the channel as the reader sees
+  it, own posts included.
+- ``read`` delivers the messages after the reader's cursor, in seq order, and moves the cursor
+  with a ``cursor.advanced`` event (one per read that moves it; none when nothing is new). The
+  cursor also moves past messages that are not for the reader (its own, others' directed ones),
+  so they are never scanned again. Reads are exactly-once: the handler runs in the write
+  transaction, so two processes reading as the same agent never get the same message.
+- Agents are named by id; a registered agent's name (``cursor-dev-1``) resolves to its id, for
+  recipients, senders and readers alike.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+import unicodedata
+from typing import TYPE_CHECKING, Any, Union
+
+import msgspec
+
+from ..errors import CommandError, InvalidInput
+from ..events import ANY, NO_STREAM, ExpectedVersion, StoredEvent, TopicFilter
+from ..events.kinds.chat import (
+    AdapterCapabilityDeclared,
+    AdapterStatusReported,
+    CapabilityWire,
+    ChannelCreated,
+    CursorAdvanced,
+    MessagePosted,
+    parse_adapter_event,
+)
+from ..projections.channels import (
+    ALL,
+    DEFAULT_CHANNEL,
+    ChannelInfo,
+    MessageView,
+    canonical_agent,
+    channel_created,
+    channel_exists,
+    channel_info,
+    get_cursor,
+    get_message,
+    last_messages,
+    last_seq,
+    list_channels,
+    messages_for,
+    unread_count,
+)
+from .bus import Command, CommandContext, handles
+
+if TYPE_CHECKING:
+    from ..app import LeanCtx
+    from ..events import SqliteEventStore
+
+_CHANNEL = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+_AGENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+_CATEGORY = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
+CATEGORIES = ("finding", "warning", "request", "status")  # well known; any slug is accepted
+MAX_TITLE = 300
+MAX_TOPIC = 300
+MAX_BODY_BYTES = 256 * 1024
+MAX_MEMBERS = 256
+ADAPTER_KINDS = ("adapter.capability_declared", "adapter.status_reported")
+
+
+# --- validation ------------------------------------------------------------------------
+
+def _has_control(text: str) -> bool:
+    return any(unicodedata.category(c) == "Cc" or c in "\u2028\u2029" for c in text)
+
+
+def check_channel(name: str) -> str:
+    """A channel name: a lower-case slug (a leading ``#`` is dropped)."""
+    value = name.strip().removeprefix("#")
+    if not _CHANNEL.match(value):
+        raise InvalidInput(
+            "CHAT_INVALID_CHANNEL",
+            f"channel {name!r} is not valid: use 1-64 lower-case letters, digits, '-' or '_', starting with a"
+            " letter or digit",
+        )
+    return value
+
+
+def check_agent(ref: str | None, what: str, code: str) -> str:
+    if ref is None or not ref.strip():
+        raise InvalidInput(code, f"no {what} given: set LEAN_CTX_AGENT_ID or pass --as")
+    value = ref.strip()
+    if not _AGENT.match(value):
+        raise InvalidInput(code, f"{what} {ref!r} is not a valid agent id: 1-128 letters, digits, '.', '_', ':' or '-'")
+    return value
+
+
+def _channel_or_404(conn: Any, channel: str) -> None:
+    if not channel_exists(conn, channel):
+        raise CommandError(
+            "CHAT_CHANNEL_NOT_FOUND",
+            f"no channel {channel!r}; create it with `lean-ctx chat init {channel}` or see `lean-ctx chat channels`",
+        )
+
+
+def _text(value: str | None, what: str, code: str, limit: int, *, required: bool) -> str | None:
+    if value is None or not value.strip():
+        if required:
+            raise InvalidInput(code, f"the {what} is empty; give a short one-line {what}")
+        return None
+    value = value.strip()
+    if _has_control(value):
+        raise InvalidInput(code, f"the {what} must be one line without control characters")
+    if len(value) > limit:
+        raise InvalidInput(code, f"the {what} is {len(value)} characters long; the limit is {limit}")
+    return value
+
+
+# --- results -----------------------------------------------------------------------------
+
+class ReadResult(msgspec.Struct, frozen=True, kw_only=True):
+    channel: str
+    reader: str
+    messages: list[MessageView]
+    cursor: int  # the last seq read, after this read
+    previous_cursor: int
+    unread: int  # messages for the reader still after the cursor (with a limit)
+
+
+class AdapterEventView(msgspec.Struct, frozen=True, kw_only=True):
+    type: str  # capability | status
+    agent: str
+    kind: str  # the event kind recorded
+    harness: str
+    ts: str  # the adapter's timestamp (the command's when it sent none)
+    schema_version: int = 1
+    primitives: list[str] | None = None
+    status: str | None = None
+    detail: str | None = None
+    channel: str | None = None
+
+
+class PollResult(msgspec.Struct, frozen=True):
+    events: list[StoredEvent]
+    next_cursor: int  # pass as ``since`` next time
+
+
+# --- commands ------------------------------------------------------------------------------
+
+class InitChannel(Command, frozen=True):
+    name = "chat.init"
+    channel: str
+    members: list[str] = []
+    topic: str | None = None
+
+
+class PostMessage(Command, frozen=True):
+    name = "chat.post"
+    title: str
+    body: str
+    channel: str = DEFAULT_CHANNEL
+    to: str = ALL
+    category: str = "note"
+    reply_to: int | None = None
+
+
+class ReadMessages(Command, frozen=True):
+    name = "chat.read"
+    channel: str = DEFAULT_CHANNEL
+    limit: int | None = None
+
+
+class PostAdapterEvent(Command, frozen=True):
+    """An adapter-neutral event (schema version 1): ``body`` is the JSON object (text or a
+    mapping), validated strictly; ``type`` fills its ``event`` field when absent."""
+
+    name = "chat.event.post"
+    body: Union[str, dict[str, Any]]
+    type: str | None = None
+    channel: str | None = None
+
+
+def _actor(ctx: CommandContext, what: str, code: str) -> str:
+    return canonical_agent(ctx.conn, check_agent(ctx.actor, what, code))
+
+
+@handles(InitChannel, emits=("channel.created",), result=ChannelInfo)
+def init_channel(ctx: CommandContext, cmd: InitChannel) -> ChannelInfo:
+    channel = check_channel(cmd.channel)
+    actor = _actor(ctx, "creator", "CHAT_INVALID_SENDER")
+    if channel_created(ctx.conn, channel):
+        raise CommandError("CHAT_CHANNEL_EXISTS", f"channel {channel!r} already exists; see `lean-ctx chat channels`")
+    if len(cmd.members) > MAX_MEMBERS:
+        raise InvalidInput("CHAT_INVALID_MEMBER", f"{len(cmd.members)} members; the limit is {MAX_MEMBERS}")
+    members: list[str] = []
+    for m in cmd.members:
+        if not m.strip():
+            continue
+        agent = canonical_agent(ctx.conn, check_agent(m, "member", "CHAT_INVALID_MEMBER"))
+        if agent not in members:
+            members.append(agent)
+    topic = _text(cmd.topic, "topic", "CHAT_INVALID_TOPIC", MAX_TOPIC, required=False)
+    stream = f"channel:{channel}"
+    # ``general`` may already hold messages (it needs no init); any other stream must be new
+    expected: ExpectedVersion = ANY if channel == DEFAULT_CHANNEL else NO_STREAM
+    ctx.emit(stream, ChannelCreated(channel=channel, created_by=actor, topic=topic, members=members),
+             expected_version=expected, channel=channel)
+    before = channel_info(ctx.conn, channel, reader=actor)  # ``general`` may hold messages already
+    return ChannelInfo(name=channel, topic=topic, members=members, created_by=actor, created_at=ctx.ts,
+                       implicit=False, messages=before.messages if before else 0, last_seq=last_seq(ctx.conn, channel),
+                       unread=before.unread if before else 0, last=before.last if before else None)
+
+
+@handles(PostMessage, emits=("message.posted",), result=MessageView)
+def post_message(ctx: CommandContext, cmd: PostMessage) -> MessageView:
+    channel = check_channel(cmd.channel)
+    sender = _actor(ctx, "sender", "CHAT_INVALID_SENDER")
+    _channel_or_404(ctx.conn, channel)
+    to = cmd.to.strip()
+    if to.lower() == ALL:
+        recipient = None
+    else:
+        recipient = canonical_agent(ctx.conn, check_agent(to, "recipient", "CHAT_INVALID_RECIPIENT"))
+        if recipient == sender:
+            raise InvalidInput("CHAT_INVALID_RECIPIENT", "a message to yourself is never delivered; use --to all"
+                               " or another agent")
+    category = cmd.category.strip().lower()
+    if not _CATEGORY.match(category):
+        raise InvalidInput(
+            "CHAT_INVALID_CATEGORY",
+            f"category {cmd.category!r} is not valid: {', '.join(CATEGORIES)}, or a lower-case slug of up to 32"
+            " characters",
+        )
+    title = _text(cmd.title, "title", "CHAT_INVALID_TITLE", MAX_TITLE, required=True)
+    if not cmd.body.strip():
+        raise InvalidInput("CHAT_EMPTY_BODY",
+                           "the message body is empty; pass --body, --body-file, or --body - for stdin")
+    size = len(cmd.body.encode("utf-8", "surrogatepass"))
+    if size > MAX_BODY_BYTES:
+        raise InvalidInput("CHAT_BODY_TOO_LARGE", f"the body is {size} bytes; the limit is {MAX_BODY_BYTES}"
+                           " (post a path or a summary instead)")
+    if cmd.reply_to is not None and get_message(ctx.conn, channel, cmd.reply_to, reader=sender) is None:
+        raise CommandError("CHAT_REPLY_NOT_FOUND", f"there is no message #{cmd.reply_to} in {channel!r} that you can"
+                           f" see; see `lean-ctx chat peek --channel {channel}`")
+    seq = last_seq(ctx.conn, channel) + 1
+    stream = f"channel:{channel}"
+    version = ctx.tx.stream_version(stream)
+    ctx.emit(
+        stream,
+        MessagePosted(channel=channel, seq=seq, sender=sender, to=recipient or ALL, category=category,
+                      title=title or "", body=cmd.body, reply_to=cmd.reply_to),
+        expected_version=version or NO_STREAM,
+        to_agent=recipient,
+        channel=channel,
+    )
+    position = ctx.tx.head().position + 1 + len(ctx.pending)  # tool.called first, then this event
+    return MessageView(channel=channel, seq=seq, sender=sender, to=recipient or ALL, category=category,
+                       title=title or "", body=cmd.body, ts=ctx.ts, position=position, reply_to=cmd.reply_to)
+
+
+@handles(ReadMessages, emits=("cursor.advanced",), result=ReadResult)
+def read_messages(ctx: CommandContext, cmd: ReadMessages) -> ReadResult:
+    channel = check_channel(cmd.channel)
+    reader = _actor(ctx, "reader", "CHAT_INVALID_READER")
+    _channel_or_404(ctx.conn, channel)
+    if cmd.limit is not None and cmd.limit < 1:
+        raise InvalidInput("CHAT_INVALID_LIMIT", "the limit must be at least 1")
+    previous, _ = get_cursor(ctx.conn, reader, channel)
+    messages = messages_for(ctx.conn, channel, reader, after=previous, limit=cmd.limit)
+    if cmd.limit is not None and len(messages) == cmd.limit:
+        cursor = messages[-1].seq  # stop at the limit: what follows stays unread
+    else:
+        cursor = last_seq(ctx.conn, channel)  # also past messages that are not for the reader
+    if cursor > previous:
+        stream = f"cursor:{reader}/{channel}"
+        version = ctx.tx.stream_version(stream)
+        ctx.emit(stream, CursorAdvanced(agent=reader, channel=channel, seq=cursor, previous_seq=previous),
+                 expected_version=version or NO_STREAM, to_agent=reader, channel=channel)
+    remaining = len(messages_for(ctx.conn, channel, reader, after=cursor)) if cmd.limit is not None else 0
+    return ReadResult(channel=channel, reader=reader, messages=messages, cursor=max(cursor, previous),
+                      previous_cursor=previous, unread=remaining)
+
+
+# --- adapter-neutral events ----------------------------------------------------------------
+
+@handles(PostAdapterEvent, emits=ADAPTER_KINDS, result=AdapterEventView)
+def post_adapter_event(ctx: CommandContext, cmd: PostAdapterEvent) -> AdapterEventView:
+    agent = _actor(ctx, "agent", "CHAT_INVALID_SENDER")
+    wire = parse_adapter_event(cmd.body, type_=cmd.type, agent=agent, ts=ctx.ts)
+    if canonical_agent(ctx.conn, wire.agent) != agent:
+        raise InvalidInput("EVENT_AGENT_MISMATCH", f"the event is about {wire.agent!r} but is posted by {agent!r};"
+                           f" post it as that agent (--as {wire.agent})")
+    channel = None
+    if cmd.channel is not None:
+        channel = check_channel(cmd.channel)
+        _channel_or_404(ctx.conn, channel)
+    if isinstance(wire, CapabilityWire):
+        ev: Any = AdapterCapabilityDeclared(agent=agent, harness=wire.harness, primitives=list(wire.primitives),
+                                            adapter_ts=wire.ts)
+        view = AdapterEventView(type="capability", agent=agent, kind=ev.kind, harness=wire.harness, ts=wire.ts,
+                                primitives=list(wire.primitives), channel=channel)
+    else:
+        ev = AdapterStatusReported(agent=agent, harness=wire.harness, status=wire.status, detail=wire.detail,
+                                   adapter_ts=wire.ts)
+        view = AdapterEventView(type="status", agent=agent, kind=ev.kind, harness=wire.harness, ts=wire.ts,
+                                status=wire.status, detail=wire.detail, channel=channel)
+    ctx.emit(f"adapter:{agent}", ev, channel=channel)
+    return view
+
+
+# --- the read side: nothing appended -------------------------------------------------------
+
+def _reader_conn(lc: "LeanCtx") -> Any:
+    lc.projections.ensure_current(["channels", "agents"])
+    return lc.store.read_connection()
+
+
+def identity(lc: "LeanCtx", ref: str | None, code: str = "CHAT_INVALID_READER") -> str:
+    """The canonical id of ``ref`` (an agent id or a registered name)."""
+    return canonical_agent(_reader_conn(lc), check_agent(ref, "reader", code))
+
+
+def peek(lc: "LeanCtx", channel: str, reader: str, n: int = 10) -> list[MessageView]:
+    """The last ``n`` messages of ``channel`` the reader can see (its own included); the
+    cursor does not move."""
+    channel = check_channel(channel)
+    if n < 0:
+        raise InvalidInput("CHAT_INVALID_LIMIT", "-n must be 0 or more")
+    conn = _reader_conn(lc)
+    _channel_or_404(conn, channel)
+    return last_messages(conn, channel, n, reader=canonical_agent(conn, check_agent(reader, "reader",
+                                                                                    "CHAT_INVALID_READER")))
+
+
+def channels(lc: "LeanCtx", reader: str | None) -> list[ChannelInfo]:
+    conn = _reader_conn(lc)
+    who = canonical_agent(conn, check_agent(reader, "reader", "CHAT_INVALID_READER")) if reader else None
+    return list_channels(conn, reader=who)
+
+
+def info(lc: "LeanCtx", channel: str, reader: str | None) -> ChannelInfo:
+    channel = check_channel(channel)
+    conn = _reader_conn(lc)
+    who = canonical_agent(conn, check_agent(reader, "reader", "CHAT_INVALID_READER")) if reader else None
+    found = channel_info(conn, channel, reader=who)
+    if found is None:
+        _channel_or_404(conn, channel)
+    assert found is not None
+    return found
+
+
+def wait(
+    lc: "LeanCtx",
+    channel: str,
+    reader: str,
+    timeout: float = 60.0,
+    *,
+    advance: bool = True,
+    limit: int | None = None,
+    session_id: str | None = None,
+    project: str | None = None,
+) -> ReadResult:
+    """Block until a message for ``reader`` is after its cursor in ``channel`` (at once when
+    one already is), then read it (moving the cursor unless ``advance`` is False). Raises
+    ``CHAT_WAIT_TIMEOUT`` when ``timeout`` seconds pass first.
+
+    Idle cost: ``store.wait`` checks ``PRAGMA data_version`` every few ms (no query); a post by
+    another process wakes it at the next check."""
+    channel = check_channel(channel)
+    if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout >= 0):
+        raise InvalidInput("CHAT_INVALID_TIMEOUT", "--timeout must be a finite number of seconds, 0 or more")
+    if limit is not None and limit < 1:
+        raise InvalidInput("CHAT_INVALID_LIMIT", "the limit must be at least 1")
+    deadline = time.monotonic() + timeout
+    conn = _reader_conn(lc)
+    _channel_or_404(conn, channel)
+    reader = canonical_agent(conn, check_agent(reader, "reader", "CHAT_INVALID_READER"))
+    flt = TopicFilter(kinds=("message.posted",), channel=channel, to_agent=reader)
+    seq, since = get_cursor(conn, reader, channel)
+    while True:
+        events = lc.store.wait(since, flt, timeout=max(0.0, deadline - time.monotonic()))
+        if not events:
+            raise CommandError("CHAT_WAIT_TIMEOUT",
+                               f"no message for {reader} in {channel!r} within {timeout:g}s")
+        since = events[-1].position
+        if all(e.data().sender == reader for e in events):  # type: ignore[attr-defined]
+            continue  # only the reader's own posts: not for it
+        if advance:
+            res = lc.bus.dispatch(ReadMessages(channel=channel, limit=limit), actor=reader,
+                                  session_id=session_id, project=project).value
+            if res.messages:
+                return res
+            continue  # another process reading as the same agent took them first
+        lc.projections.ensure_current(["channels"])
+        messages = messages_for(conn, channel, reader, after=seq, limit=limit)
+        if messages:
+            return ReadResult(channel=channel, reader=reader, messages=messages, cursor=seq, previous_cursor=seq,
+                              unread=unread_count(conn, channel, reader))
+
+
+def poll_events(store: "SqliteEventStore", since: int = 0, filter: TopicFilter | None = None,
+                limit: int | None = None) -> PollResult:
+    """Events after ``since`` that match ``filter``, and the cursor to poll from next.
+
+    ``filter.to_agent`` is the caller's identity: events directed to another agent are never
+    returned (broadcasts are). ``next_cursor`` is the last position examined: the last event
+    returned when ``limit`` cut the answer short, else the head at query time."""
+    if since < 0:
+        raise InvalidInput("EVENT_INVALID_CURSOR", "since must be a position, 0 or more")
+    if limit is not None and limit < 1:
+        raise InvalidInput("EVENT_INVALID_LIMIT", "the limit must be at least 1")
+    conn = store.read_connection()
+    with conn:  # one read snapshot: the head and the events agree
+        head = store.head().position
+        events = store.read_all(since, filter, limit)
+    if limit is not None and len(events) == limit:
+        return PollResult(events, events[-1].position)
+    return PollResult(events, max(since, head))
+
+
+__all__ = [
+    "ADAPTER_KINDS",
+    "CATEGORIES",
+    "AdapterEventView",
+    "InitChannel",
+    "PollResult",
+    "PostAdapterEvent",
+    "PostMessage",
+    "ReadMessages",
+    "ReadResult",
+    "channels",
+    "check_channel",
+    "identity",
+    "info",
+    "peek",
+    "poll_events",
+    "wait",
+]

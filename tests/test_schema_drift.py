@@ -48,5 +48,5 @@ def test_schemas_validate_real_payloads(kind: str) -> None:
     doc = json.loads((schema_gen.SCHEMA_DIR / "json" / f"{kind}.json").read_text())
     defs = doc.get("$defs", {})
     props = next(iter(defs.values()))["properties"] if defs else doc["properties"]
-    assert set(props) == {"kind", *cls.__struct_fields__}
+    assert set(props) == {"kind", *cls.__struct_encode_fields__}
     assert msgspec.json.schema(cls)  # generation itself works

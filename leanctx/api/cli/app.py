@@ -8,7 +8,18 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional
 
 import typer
-from typer._click.exceptions import ClickException, NoArgsIsHelpError
+
+try:  # typer < 0.25 runs on the click package
+    from click.exceptions import ClickException
+    from click.exceptions import Exit as _ClickExit
+except ImportError:  # pragma: no cover - typer >= 0.25 vendors click
+    from typer._click.exceptions import ClickException  # type: ignore[no-redef]
+
+    _ClickExit = typer.Exit  # type: ignore[misc,assignment]
+try:
+    from click.exceptions import NoArgsIsHelpError  # click >= 8.2
+except ImportError:  # pragma: no cover
+    NoArgsIsHelpError = None  # type: ignore[assignment,misc]
 
 from ...errors import LeanCtxError
 
@@ -131,12 +142,12 @@ def main(argv: list[str] | None = None) -> None:
     except LeanCtxError as err:
         _print_error(err, as_json)
         sys.exit(err.exit_code)
-    except typer.Exit as e:
+    except (typer.Exit, _ClickExit) as e:
         sys.exit(e.exit_code)
-    except NoArgsIsHelpError as e:
-        e.show()
-        sys.exit(0)
     except ClickException as e:
+        if NoArgsIsHelpError is not None and isinstance(e, NoArgsIsHelpError):
+            e.show()
+            sys.exit(0)
         e.show()
         sys.exit(e.exit_code)
     except typer.Abort:

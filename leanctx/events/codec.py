@@ -19,7 +19,8 @@ from .upcast import upcast
 GENESIS_HASH = "0" * 64
 
 _encoder = msgspec.json.Encoder()
-_decoders: dict[str, msgspec.json.Decoder[Any]] = {}
+_decoders: dict[str, msgspec.json.Decoder[Any]] = {}  # kind -> decoder of its current Struct
+_versions: dict[str, int] = {}
 _dict_decoder = msgspec.json.Decoder(dict[str, Any])
 
 
@@ -29,6 +30,9 @@ def encode_payload(event: Event) -> bytes:
 
 def decode_payload(kind: str, schema_version: int, payload: bytes) -> Event:
     """Decode a stored payload into its Struct, upcasting old schema versions."""
+    dec = _decoders.get(kind)
+    if dec is not None and schema_version == _versions[kind]:
+        return dec.decode(payload)
     cls = registry().get(kind)
     if cls is None:
         raise LeanCtxError(
@@ -36,9 +40,8 @@ def decode_payload(kind: str, schema_version: int, payload: bytes) -> Event:
             f"the log holds an event of kind {kind!r} that this version of lean-ctx does not know; upgrade lean-ctx",
         )
     if schema_version == cls.schema_version:
-        dec = _decoders.get(kind)
-        if dec is None:
-            dec = _decoders[kind] = msgspec.json.Decoder(cls)
+        dec = _decoders[kind] = msgspec.json.Decoder(cls)
+        _versions[kind] = cls.schema_version
         return dec.decode(payload)
     if schema_version > cls.schema_version:
         raise LeanCtxError(

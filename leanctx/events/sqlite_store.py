@@ -120,8 +120,9 @@ class _SqliteTx(WriteTx):
                     actual=current,
                 )
 
-        pos, prev = self.head().position, self.head().hash
-        default_ts = clock.iso()
+        head = self.head()
+        pos, prev = head.position, head.hash
+        default_ts = None
         rows: list[tuple[Any, ...]] = []
         stored: list[StoredEvent] = []
         for i, ne in enumerate(events):
@@ -134,7 +135,7 @@ class _SqliteTx(WriteTx):
                 current,
                 ev.kind,
                 ev.schema_version,
-                ne.ts or default_ts,
+                ne.ts or default_ts or (default_ts := clock.iso()),
                 ne.actor,
                 ne.to_agent,
                 ne.project,

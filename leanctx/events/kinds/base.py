@@ -12,10 +12,18 @@ from typing import ClassVar
 
 import msgspec
 
+_generation = 0  # bumped by every Event subclass definition (see registry())
+
 class Event(msgspec.Struct, tag_field="kind", frozen=True, kw_only=True, omit_defaults=False):
     """Base class: subclass with ``tag="family.fact"``."""
 
     schema_version: ClassVar[int] = 1
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        # msgspec sets the tag after this hook runs, so only note that the registry changed
+        super().__init_subclass__(**kwargs)
+        global _generation
+        _generation += 1
 
     @property
     def kind(self) -> str:
@@ -40,12 +48,13 @@ _cache: tuple[int, dict[str, type[Event]]] = (-1, {})
 def registry() -> dict[str, type[Event]]:
     """kind → Struct for every defined kind (subclasses of ``Event``), sorted by kind.
 
-    Raises ``TypeError`` when a kind is defined twice or has no dotted tag.
+    O(1) while no kind is defined; rebuilt after a new subclass appears. Raises
+    ``TypeError`` when a kind is defined twice or has no dotted tag.
     """
     global _cache
-    subs = _walk(Event)
-    if _cache[0] == len(subs):
+    if _cache[0] == _generation:
         return _cache[1]
+    subs = _walk(Event)
     out: dict[str, type[Event]] = {}
     for cls in subs:
         tag = cls.__struct_config__.tag
@@ -54,5 +63,5 @@ def registry() -> dict[str, type[Event]]:
         if tag in out and out[tag] is not cls:
             raise TypeError(f"event kind {tag!r} is defined twice ({out[tag].__name__}, {cls.__name__})")
         out[tag] = cls
-    _cache = (len(subs), dict(sorted(out.items())))
+    _cache = (_generation, dict(sorted(out.items())))
     return _cache[1]

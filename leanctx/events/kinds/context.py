@@ -1,0 +1,91 @@
+"""Context-engine facts: reads, shell runs, searches, expansions, edits, archives.
+
+Every one carries real tokenizer counts (``raw_tokens``: what the agent would have received
+without lean-ctx; ``sent_tokens``: what it did receive) so that savings are measured from the
+log. Text content never enters the log: only paths, hashes, counts and archive ids.
+"""
+
+from __future__ import annotations
+
+from .base import Event
+
+
+class FileRead(Event, tag="file.read"):
+    """A file was read through ctx_read (one event per path)."""
+
+    path: str  # project-relative
+    mode: str  # the mode used (auto resolved)
+    requested_mode: str
+    content_hash: str  # sha256 of the file's bytes
+    lines: int
+    raw_tokens: int  # the whole file, as a plain read would have sent it
+    sent_tokens: int
+    stub: bool = False  # the unchanged-stub was sent
+    fresh: bool = False
+    ref: str | None = None  # F1..Fn of the session
+    archive_id: str | None = None  # set when the answer was capped and the rest archived
+    redactions: int = 0
+    session_id: str | None = None
+    encoding: str = "o200k_base"
+
+
+class ShellRan(Event, tag="shell.ran"):
+    """A command ran through ctx_shell (or captured output went through compress)."""
+
+    command: str
+    pattern: str  # the compression pattern used (git_status, pytest, generic, ...)
+    exit_code: int
+    raw_tokens: int
+    sent_tokens: int
+    omitted_lines: int = 0
+    archive_id: str | None = None
+    duration_ms: float = 0.0
+    captured: bool = False  # True for `lean-ctx compress` (no command was run)
+    redactions: int = 0
+    session_id: str | None = None
+    encoding: str = "o200k_base"
+
+
+class SearchRan(Event, tag="search.ran"):
+    """A search over the project (regex, bm25, semantic or fused)."""
+
+    query: str
+    method: str
+    results: int
+    raw_tokens: int
+    sent_tokens: int
+    archive_id: str | None = None
+    redactions: int = 0
+    session_id: str | None = None
+    encoding: str = "o200k_base"
+
+
+class ArchiveCreated(Event, tag="archive.created"):
+    """Full text kept out of an answer was archived (content-addressed, secrets redacted)."""
+
+    archive_id: str
+    source: str  # shell | read | search
+    sha256: str
+    bytes: int
+    lines: int
+    tokens: int
+
+
+class ArchiveExpanded(Event, tag="archive.expanded"):
+    """Part of an archive was sent back (head, tail, lines, grep)."""
+
+    archive_id: str
+    selector: str
+    sent_tokens: int
+    session_id: str | None = None
+
+
+class FileEdited(Event, tag="file.edited"):
+    """A file was changed through ctx_edit (old text replaced by new, atomically)."""
+
+    path: str
+    before_hash: str
+    after_hash: str
+    replacements: int
+    sent_tokens: int = 0
+    session_id: str | None = None

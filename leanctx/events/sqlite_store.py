@@ -181,6 +181,7 @@ class SqliteEventStore(EventStore):
         busy_timeout_ms: int = 30_000,
         fts_mode: str = "catchup",
         poll_interval: float = 0.004,
+        idle_poll_interval: float = 0.01,
     ) -> None:
         raw = os.fspath(path)
         self.path = str(Path(raw).expanduser()) if raw else ""
@@ -195,6 +196,7 @@ class SqliteEventStore(EventStore):
         self.busy_timeout_ms = busy_timeout_ms
         self.fts_mode = fts_mode
         self.poll_interval = poll_interval
+        self.idle_poll_interval = max(poll_interval, idle_poll_interval)
         self._hooks: list[TxHook] = []
         self._wlock = threading.RLock()
         self._tx: _SqliteTx | None = None
@@ -426,9 +428,11 @@ class SqliteEventStore(EventStore):
         self, since: int, filter: TopicFilter | None = None, timeout: float = 30.0, limit: int | None = None
     ) -> list[StoredEvent]:
         """Blocks on a condition (in-process appends wake it at once) and, across
-        processes, on ``PRAGMA data_version`` checked every ``poll_interval`` seconds: a
-        cheap read of the WAL index, no query and no busy loop."""
-        deadline = time.monotonic() + max(0.0, timeout)
+        processes, on ``PRAGMA data_version`` checked every ``poll_interval`` seconds (4 ms)
+        for the first second of quiet, then every ``idle_poll_interval`` (10 ms): a cheap read
+        of the WAL index, no query and no busy loop."""
+        start = time.monotonic()
+        deadline = start + max(0.0, timeout)
         while True:
             with self._cond:
                 seen_local = self._local_appends
@@ -444,9 +448,10 @@ class SqliteEventStore(EventStore):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return []
+                step = self.poll_interval if time.monotonic() - start < 1.0 else self.idle_poll_interval
                 with self._cond:
                     if self._local_appends == seen_local:
-                        self._cond.wait(min(remaining, self.poll_interval))
+                        self._cond.wait(min(remaining, step))
                     if self._local_appends != seen_local:
                         break
                 if self._data_version() != seen_dv:

@@ -124,17 +124,18 @@ class _SqliteTx(WriteTx):
         pos, prev = head.position, head.hash
         default_ts = None
         rows: list[tuple[Any, ...]] = []
-        stored: list[StoredEvent] = []
+        first_pos = pos + 1
         for i, ne in enumerate(events):
             ev = ne.event
+            cls = type(ev)
             pos += 1
             current += 1
             head = (
                 pos,
                 stream,
                 current,
-                ev.kind,
-                ev.schema_version,
+                cls.__struct_config__.tag,
+                cls.schema_version,
                 ne.ts or default_ts or (default_ts := clock.iso()),
                 ne.actor,
                 ne.to_agent,
@@ -147,9 +148,7 @@ class _SqliteTx(WriteTx):
             )
             payload = encode_payload(ev)
             h = chain_hash(prev, canonical_bytes(head, payload))
-            row = (*head, payload, prev, h)
-            rows.append(row)
-            stored.append(StoredEvent(*row))
+            rows.append((*head, payload, prev, h))
             prev = h
         try:
             self.conn.executemany(_INSERT, rows)
@@ -157,11 +156,15 @@ class _SqliteTx(WriteTx):
             raise ConcurrencyError(message=f"append to {stream} violates a log constraint: {exc}") from exc
         self._head = (pos, prev)
         self.appended += n
-        for hook in self.store._hooks:
-            hook(self, stored)
-        if self.store.fts_mode == "inline":
-            self.store._fts_index(self.conn, stored)
-        return AppendResult([e.position for e in stored], current)
+        hooks = self.store._hooks
+        inline_fts = self.store.fts_mode == "inline"
+        if hooks or inline_fts:  # StoredEvents are built only for those who read them
+            stored = [StoredEvent(*row) for row in rows]
+            for hook in hooks:
+                hook(self, stored)
+            if inline_fts:
+                self.store._fts_index(self.conn, stored)
+        return AppendResult(list(range(first_pos, pos + 1)), current)
 
 
 class SqliteEventStore(EventStore):

@@ -1,0 +1,442 @@
+"""ctx_search: regex, bm25 and semantic search over the project, fused by reciprocal rank fusion.
+
+The slow part runs here, outside the log's write transaction (list the files, bring the code
+index current, scan, rank, read snippets); then ``search.record`` is dispatched, which appends
+``search.ran`` (and ``archive.created`` when the full listing was archived).
+
+Methods (``method=``):
+
+- ``regex``: the pattern over every listed text file (``ops.files``: gitignore-aware, binaries
+  and files over the size cap skipped, well-known secret files such as ``.env`` skipped).
+  Smart case: case-insensitive unless the pattern has an upper-case letter. It runs on the
+  ``regex`` module with a time budget (``REGEX_BUDGET``), so a pathological pattern ends the
+  scan early ("partial") instead of hanging; a pattern that does not compile is refused
+  (``SEARCH_INVALID_REGEX``). Hits are lines, in path then line order.
+- ``bm25``: the FTS5 code index (``cache.code_index``), ranked by ``bm25()`` only. Hits are
+  chunks, shown at their best line (the first line holding the most query terms).
+- ``semantic``: nearest chunks by cosine distance in sqlite-vec (``cache.vectors``), when the
+  ``semantic`` extra is installed; otherwise the answer says ``semantic search is off (install
+  lean-ctx[semantic])`` and bm25 answers instead.
+- ``auto`` (default): bm25 + regex (the query as a pattern when it compiles, else literally),
+  + semantic when available, fused by RRF (``k = 60``) over chunks: a regex hit counts for the
+  chunk holding it; a chunk found by several methods rises.
+
+Answers are compact ``path:line: snippet`` lines, secrets redacted (files are redacted before
+they are matched, so the snippet of a hit and the line numbers agree). At most ``limit`` lines
+and ``MAX_ANSWER_TOKENS`` tokens are sent; when more were found the whole listing is archived
+(``ArchiveStore.beside(db)``) and the answer names the archive id. Token counts are real
+(tiktoken): ``raw_tokens`` is the full listing with whole lines (what an uncapped grep-style
+answer would send), ``sent_tokens`` the answer sent. ``redactions`` counts the redaction
+markers in that listing plus those in the query (which is recorded redacted).
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import re
+import time
+from collections.abc import Hashable, Sequence
+from typing import Any, TypeVar
+
+import msgspec
+
+from ..context.secrets import is_secret_path, redact
+from ..errors import InvalidInput
+from .files import FileEntry, decode, glob_match, list_files, read_bytes, redact_text
+
+METHODS = ("auto", "regex", "bm25", "semantic")
+RRF_K = 60
+DEFAULT_LIMIT = 20
+MAX_LIMIT = 1000
+POOL = 200  # hits taken from each ranker before fusion
+MAX_LISTED = 2000  # hits kept in a listing (and its archive)
+MAX_REGEX_MATCHES = 5000
+REGEX_BUDGET = 5.0  # seconds for a whole regex scan
+MAX_QUERY_CHARS = 1000
+MAX_ANSWER_TOKENS = 6000
+SNIPPET_CHARS = 160
+_WORD = re.compile(r"\w+")
+_COUNTED = re.compile(r"(?<!\\)\{\s*(\d+)?\s*(?:,\s*(\d+)?\s*)?\}")
+MAX_REPEAT_WEIGHT = 10_000
+
+K = TypeVar("K", bound=Hashable)
+
+
+class Hit(msgspec.Struct, frozen=True):
+    path: str
+    line: int
+    snippet: str
+    sources: list[str]  # the rankers that found it: regex, bm25, semantic
+    score: float = 0.0  # fused: RRF score; bm25: bm25() (lower is better); semantic: distance; regex: 0
+    start_line: int = 0  # the chunk's span (0 for a regex line hit)
+    end_line: int = 0
+
+
+class SearchAnswer(msgspec.Struct):
+    query: str  # redacted
+    method: str  # regex | bm25 | semantic | fused
+    text: str  # what the agent receives
+    hits: list[Hit]  # the hits shown
+    total: int  # hits found (may exceed the listing for bm25: every matching chunk)
+    shown: int
+    archive_id: str | None
+    notes: list[str]
+    raw_tokens: int
+    sent_tokens: int
+    redactions: int
+    partial: bool = False  # the regex scan stopped early (time budget or match cap)
+    semantic: bool = False  # semantic search took part
+    index: Any = None  # IndexStats of the refresh, when the index was used
+    call_position: int | None = None
+
+
+def rrf(rankings: Sequence[Sequence[K]], k: int = RRF_K) -> list[tuple[K, float]]:
+    """Reciprocal rank fusion: ``score(d) = Σ 1 / (k + rank_i(d))`` over the lists holding
+    ``d`` (ranks from 1 among a list's distinct items: a repeat within one list counts once). Ties go to the better best rank,
+    then to the earlier first appearance (list order, then rank)."""
+    scores: dict[K, float] = {}
+    best: dict[K, int] = {}
+    first: dict[K, tuple[int, int]] = {}
+    for li, ranking in enumerate(rankings):
+        seen: set[K] = set()
+        for key in ranking:
+            if key in seen:
+                continue
+            seen.add(key)
+            rank = len(seen)
+            scores[key] = scores.get(key, 0.0) + 1.0 / (k + rank)
+            best[key] = min(best.get(key, rank), rank)
+            first.setdefault(key, (li, rank))
+    order = sorted(scores, key=lambda d: (-scores[d], best[d], first[d]))
+    return [(d, scores[d]) for d in order]
+
+
+# --- helpers ----------------------------------------------------------------------------------
+
+class _Texts:
+    """Redacted lines of files, read once per search."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.cache: dict[str, list[str] | None] = {}
+
+    def put(self, path: str, text: str) -> None:
+        self.cache[path] = text.split("\n")
+
+    def lines(self, path: str) -> list[str] | None:
+        if path not in self.cache:
+            data = read_bytes(self.root, path)
+            self.cache[path] = None if data is None else redact_text(decode(data))[0].split("\n")
+        return self.cache[path]
+
+    def line(self, path: str, n: int) -> str:
+        lines = self.lines(path)
+        return lines[n - 1] if lines is not None and 0 < n <= len(lines) else ""
+
+    def chunk(self, path: str, start: int, end: int) -> str | None:
+        lines = self.lines(path)
+        return None if lines is None else path + "\n" + "\n".join(lines[start - 1:end])
+
+
+def _snippet(text: str) -> str:
+    s = text.strip()
+    return s if len(s) <= SNIPPET_CHARS else s[: SNIPPET_CHARS - 1] + "…"
+
+
+def _terms(query: str) -> list[str]:
+    return sorted({w.lower() for w in _WORD.findall(query)}, key=len, reverse=True)
+
+
+def _best_line(texts: _Texts, path: str, start: int, end: int, terms: list[str]) -> int:
+    lines = texts.lines(path) or []
+    best, best_n, first_text = start, 0, 0
+    for n in range(start, min(end, len(lines)) + 1):
+        low = lines[n - 1].lower()
+        if not first_text and low.strip():
+            first_text = n
+        hits = sum(1 for t in terms if t in low)
+        if hits > best_n:
+            best, best_n = n, hits
+    return best if best_n else (first_text or start)
+
+
+def _chunk_hit(texts: _Texts, path: str, start: int, end: int, terms: list[str], sources: list[str],
+               score: float) -> Hit:
+    line = _best_line(texts, path, start, end, terms)
+    return Hit(path, line, _snippet(texts.line(path, line)), sources, score, start, end)
+
+
+def _repeat_weight(query: str) -> int:
+    """The product of the counted repeats of a pattern (``x{1000}`` → 1000): the regex engine
+    expands them, so a few large ones exhaust memory before any time budget applies."""
+    weight = 1
+    for m in _COUNTED.finditer(query):
+        weight *= max(int(g) for g in m.groups() if g) if any(m.groups()) else 1
+        if weight > MAX_REPEAT_WEIGHT:
+            break
+    return weight
+
+
+def _compile(query: str, *, literal_fallback: bool) -> Any:
+    import regex  # type: ignore[import-untyped]
+
+    flags = regex.MULTILINE | (0 if any(c.isupper() for c in query) else regex.IGNORECASE)
+    problem = None
+    if _repeat_weight(query) > MAX_REPEAT_WEIGHT:
+        problem = InvalidInput("SEARCH_REGEX_TOO_COMPLEX", f"the pattern's counted repeats ({{n}}) multiply past "
+                               f"{MAX_REPEAT_WEIGHT:,}; use smaller counts, or + and *")
+    else:
+        try:
+            return regex.compile(query, flags)
+        except (regex.error, OverflowError, RecursionError, MemoryError, ValueError) as exc:
+            problem = InvalidInput(
+                "SEARCH_INVALID_REGEX",
+                f"the pattern does not compile ({exc or type(exc).__name__}); fix it, or search without --regex to"
+                " match it literally",
+            )
+    if literal_fallback:
+        return regex.compile(regex.escape(query), flags)
+    raise problem
+
+
+def regex_scan(root: str, files: Sequence[FileEntry], pattern: Any, texts: _Texts, *,
+               budget: float = REGEX_BUDGET, max_matches: int = MAX_REGEX_MATCHES) -> tuple[list[tuple[str, int]], bool]:
+    """(path, line) of every matching line, in path and line order; True when cut short."""
+    deadline = time.monotonic() + budget
+    out: list[tuple[str, int]] = []
+    for f in files:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return out, True
+        data = read_bytes(root, f.path)
+        if data is None:
+            continue
+        try:
+            if pattern.search(decode(data), timeout=remaining) is None:
+                continue
+            red, _ = redact_text(decode(data))
+            texts.put(f.path, red)
+            n_lines = red.count("\n") + (0 if red.endswith("\n") else 1)
+            line, pos, last = 1, 0, 0
+            for m in pattern.finditer(red, timeout=max(deadline - time.monotonic(), 0.001)):
+                line += red.count("\n", pos, m.start())
+                pos = m.start()
+                if line > n_lines:
+                    break
+                if line != last:
+                    out.append((f.path, line))
+                    last = line
+                    if len(out) >= max_matches:
+                        return out, True
+        except TimeoutError:
+            return out, True
+    return out, False
+
+
+# --- the operation ----------------------------------------------------------------------------
+
+def _check(query: str, method: str, limit: int) -> None:
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidInput("SEARCH_EMPTY_QUERY", "the query is empty; pass words, an identifier or a pattern")
+    if len(query) > MAX_QUERY_CHARS:
+        raise InvalidInput("SEARCH_QUERY_TOO_LONG", f"the query has {len(query)} characters; use at most "
+                           f"{MAX_QUERY_CHARS}")
+    if method not in METHODS:
+        raise InvalidInput("SEARCH_INVALID_METHOD", f"no search method {method!r}; use one of {', '.join(METHODS)}")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise InvalidInput("SEARCH_INVALID_LIMIT", f"limit must be a whole number from 1 to {MAX_LIMIT}")
+
+
+def search(lc: Any, root: str | os.PathLike[str], query: str, *, method: str = "auto", limit: int = DEFAULT_LIMIT,
+           glob: str | None = None, actor: str | None = None, session_id: str | None = None,
+           embedder: Any = None, now: float | None = None, record: bool = True,
+           encoding: str = "o200k_base", regex_budget: float = REGEX_BUDGET) -> SearchAnswer:
+    """Search the project at ``root`` and record the search in ``lc``'s log (see the module doc)."""
+    from ..cache.code_index import CodeIndex
+    from ..cache.vectors import OFF, VectorIndex, default_embedder, vectors_path
+    from ..paths import workspace_root
+
+    _check(query, method, limit)
+    pattern = _compile(query, literal_fallback=(method == "auto")) if method in ("auto", "regex") else None
+    project = workspace_root(os.fspath(root), invalid_code="SEARCH_INVALID_ROOT")
+    listing = list_files(project)
+    files = [f for f in listing.files if not is_secret_path(f.path)]
+    scoped = [f for f in files if glob_match(f.path, glob)] if glob else files
+    notes: list[str] = []
+    texts = _Texts(project)
+    terms = _terms(query)
+
+    use_regex = method in ("auto", "regex")
+    use_bm25 = method in ("auto", "bm25")
+    use_sem = method in ("auto", "semantic")
+    emb = None
+    if use_sem:
+        emb = embedder if embedder is not None else default_embedder()
+        if emb is None:
+            use_sem = False
+            notes.append(OFF)
+            if method == "semantic":
+                notes.append("showing bm25 results instead")
+                use_bm25 = True
+
+    index = None
+    stats = None
+    if use_bm25 or use_sem:
+        index = CodeIndex(lc.store)
+        stats = index.refresh(project, project, files)
+
+    regex_hits: list[tuple[str, int]] = []
+    partial = False
+    if use_regex:
+        regex_hits, partial = regex_scan(project, scoped, pattern, texts, budget=regex_budget)
+        if partial:
+            notes.append("regex scan stopped early (time budget or match cap): results are partial")
+
+    bm25_hits: list[Any] = []
+    bm25_total = 0
+    if use_bm25 and index is not None:
+        bm25_hits, bm25_total = index.query(project, query, limit=POOL if method == "auto" else MAX_LISTED,
+                                            glob=glob)
+
+    sem_hits: list[tuple[Any, float]] = []
+    if use_sem and index is not None and emb is not None:
+        chunks = index.all_chunks(project)
+        by_id = {c.chunk_id: c for c in chunks}
+
+        def chunk_texts(ids: list[int]) -> dict[int, str]:
+            out = {}
+            for i in ids:
+                c = by_id[i]
+                t = texts.chunk(c.path, c.start_line, c.end_line)
+                if t is not None:
+                    out[i] = t
+            return out
+
+        with VectorIndex(vectors_path(lc.db), emb, identity=index.identity()) as vi:
+            vi.sync(project, list(by_id), chunk_texts)
+            want = (POOL if method == "auto" else MAX_LISTED) * (4 if glob else 1)
+            for cid, dist in vi.query(project, query, min(want, 4096)):
+                c = by_id.get(cid)
+                if c is not None and (not glob or glob_match(c.path, glob)):
+                    sem_hits.append((c, dist))
+
+    # --- assemble hits ------------------------------------------------------------------------
+    if method == "regex":
+        resolved = "regex"
+        hits = [Hit(p, n, _snippet(texts.line(p, n)), ["regex"]) for p, n in regex_hits[:MAX_LISTED]]
+        total = len(regex_hits)
+    elif not use_regex and not use_sem:  # bm25 (asked for, or standing in for semantic)
+        resolved = "bm25"
+        hits = [_chunk_hit(texts, h.path, h.start_line, h.end_line, terms, ["bm25"], h.score) for h in bm25_hits]
+        total = bm25_total
+    elif method == "semantic":
+        resolved = "semantic"
+        hits = [_chunk_hit(texts, c.path, c.start_line, c.end_line, terms, ["semantic"], round(d, 6))
+                for c, d in sem_hits[:MAX_LISTED]]
+        total = len(sem_hits)
+    else:
+        resolved = "fused"
+        hits, total = _fuse(index, project, texts, terms, regex_hits, bm25_hits, sem_hits)
+    if use_bm25 and bm25_total > len(bm25_hits):
+        notes.append(f"{bm25_total - len(bm25_hits)} more chunks match the words but are not ranked here; "
+                     "narrow the query")
+    return _answer(lc, texts, query, resolved, hits, total, notes, partial, use_sem, stats, limit=limit, actor=actor,
+                   session_id=session_id, project=project, now=now, record=record, encoding=encoding)
+
+
+def _fuse(index: Any, project: str, texts: _Texts, terms: list[str], regex_hits: list[tuple[str, int]],
+          bm25_hits: list[Any], sem_hits: list[tuple[Any, float]]) -> tuple[list[Hit], int]:
+    spans: dict[Any, tuple[str, int, int]] = {}
+    first_line: dict[Any, int] = {}
+    counts: dict[Any, int] = {}
+    chunk_cache: dict[str, tuple[list[int], list[Any]]] = {}
+    for path, line in regex_hits:
+        if path not in chunk_cache:
+            rows = index.chunks_of(project, path) if index is not None else []
+            chunk_cache[path] = ([r.start_line for r in rows], rows)
+        starts, rows = chunk_cache[path]
+        i = bisect.bisect_right(starts, line) - 1
+        if i >= 0 and rows[i].start_line <= line <= rows[i].end_line:
+            key: Any = ("c", rows[i].chunk_id)
+            spans[key] = (path, rows[i].start_line, rows[i].end_line)
+        else:
+            key = ("l", path, line)
+            spans[key] = (path, 0, 0)
+        counts[key] = counts.get(key, 0) + 1
+        first_line.setdefault(key, line)
+    regex_rank = sorted(counts, key=lambda k: (-counts[k], spans[k][0], first_line[k]))[:POOL]
+    bm25_rank = []
+    for h in bm25_hits:
+        key = ("c", h.chunk_id)
+        spans[key] = (h.path, h.start_line, h.end_line)
+        bm25_rank.append(key)
+    sem_rank = []
+    for c, _ in sem_hits:
+        key = ("c", c.chunk_id)
+        spans[key] = (c.path, c.start_line, c.end_line)
+        sem_rank.append(key)
+    lists = [("regex", regex_rank), ("bm25", bm25_rank), ("semantic", sem_rank)]
+    members = {name: set(r) for name, r in lists}
+    fused = rrf([r for _, r in lists])
+    hits = []
+    for key, score in fused[:MAX_LISTED]:
+        path, start, end = spans[key]
+        line = first_line.get(key) or _best_line(texts, path, start, end, terms)
+        hits.append(Hit(path, line, _snippet(texts.line(path, line)), [n for n, _ in lists if key in members[n]],
+                        round(score, 6), start, end))
+    return hits, len(fused)
+
+
+def _answer(lc: Any, texts: _Texts, query: str, method: str, hits: list[Hit], total: int, notes: list[str], partial: bool,
+            semantic: bool, stats: Any, *, limit: int, actor: str | None, session_id: str | None, project: str,
+            now: float | None, record: bool, encoding: str) -> SearchAnswer:
+    from ..archive import ArchiveStore
+    from ..context.tokens import count_tokens
+
+    rq = redact(query)
+    listing = [f"{h.path}:{h.line}: {h.snippet}" for h in hits]
+    full_lines = [f"{h.path}:{h.line}: {texts.line(h.path, h.line).strip() or h.snippet}" for h in hits]
+    raw_text = "\n".join(full_lines)
+    shown: list[str] = []
+    used = 0
+    for line in listing[:limit]:
+        n = count_tokens(line + "\n", encoding)
+        if shown and used + n > MAX_ANSWER_TOKENS:
+            break
+        shown.append(line)
+        used += n
+    archive_id = None
+    archive: tuple[str, str, int, int, int] | None = None
+    if len(shown) < len(hits):
+        archive_text = raw_text + "\n"
+        archive_id, sha, _ = ArchiveStore.beside(lc.db).put(archive_text)
+        archive = (archive_id, sha, len(archive_text.encode("utf-8")), len(full_lines),
+                   count_tokens(archive_text, encoding))
+    label = method if method != "fused" else "fused " + "+".join(
+        s for s in ("bm25", "regex", "semantic") if s != "semantic" or semantic)
+    if shown:
+        footer = f"[search {label}: {len(shown)} of {total} result{'s' if total != 1 else ''}"
+    else:
+        footer = f"[search {label}: no results for {rq.text!r}"
+    if archive_id:
+        footer += f"; all {len(full_lines)} listed in archive {archive_id} (lean-ctx expand {archive_id})"
+    footer += "]"
+    text = "\n".join([*shown, footer, *(f"[{n}]" for n in notes)])
+    raw_tokens = count_tokens(raw_text, encoding)
+    sent_tokens = count_tokens(text, encoding)
+    redactions = rq.count + raw_text.count("[REDACTED:")
+    ans = SearchAnswer(rq.text, method, text, hits[:len(shown)], total, len(shown), archive_id, notes, raw_tokens,
+                       sent_tokens, redactions, partial, semantic, stats)
+    if record:
+        from ..commands.search import RecordSearch
+
+        cmd = RecordSearch(query=rq.text, method=method, results=total, raw_tokens=raw_tokens,
+                           sent_tokens=sent_tokens, redactions=redactions, encoding=encoding,
+                           archive_id=archive[0] if archive else None,
+                           archive_sha256=archive[1] if archive else None,
+                           archive_bytes=archive[2] if archive else 0, archive_lines=archive[3] if archive else 0,
+                           archive_tokens=archive[4] if archive else 0)
+        res = lc.bus.dispatch(cmd, actor=actor, session_id=session_id, project=project, now=now)
+        ans.call_position = res.call_position
+    return ans

@@ -116,3 +116,19 @@ def test_builder_footer_states_totals() -> None:
     assert "[… 3 lines omitted: 2 hints, 1 noise · expand {archive}]" in text
     assert text.endswith("[exit 1]")
     assert sorted(o.reason for o in b.omissions()) == ["hints", "noise"]
+
+
+def test_fact_scan_over_the_whole_text_matches_the_per_line_regexes() -> None:
+    from leanctx.context.shell.generic import FACT_RE, SUMMARY_RE, WARN_RE, _hit_lines
+
+    lines = [
+        "ok  \texample.com/geo\t0.01s", "OK", "FAILED (failures=1)", "  ValueError: bad", "İstanbul error here",
+        "Warning: deprecated", "[warn] x", "WARN y", "plain line", "", "Ran 3 tests in 0.1s", "3 passed in 0.2s",
+        "could not open", "build finished", "done in 3s", "segmentation fault", "KeyboardInterrupt", "tokens: ok",
+        "error[E0308]: mismatched", "ẞ ſ Ǆ mixed case ERROR", "found 3 issues", "test result: ok",
+    ] * 3
+    for warnings in (True, False):
+        want = [i for i, ln in enumerate(lines)
+                if FACT_RE.search(ln) or SUMMARY_RE.search(ln) or (warnings and WARN_RE.search(ln))]
+        assert _hit_lines(lines, warnings) == want
+    assert _hit_lines([], True) == []

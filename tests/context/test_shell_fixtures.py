@@ -27,9 +27,9 @@ def test_corpus_covers_the_command_families() -> None:
                    "git fetch", "git commit", "pytest", "unittest", "pip install", "npm install", "npm test",
                    "npm run", "cargo build", "cargo test", "cargo clippy", "go test", "go build", "docker ps",
                    "docker build", "kubectl get", "make", "tsc", "eslint", "ruff", "mypy", "ls", "tree",
-                   "find", "fd", "grep", "rg"]:
+                   "find", "fd", "grep", "rg", "jest", "ls -laR"]:
         assert family in text, family
-    assert len(CASES) >= 40
+    assert len(CASES) >= 60
 
 
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])

@@ -27,9 +27,11 @@ __all__ = [
     "Command",
     "Compressed",
     "Omission",
+    "archive_text",
     "compress",
     "fill_archive",
     "parse_command",
+    "raw_render",
     "raw_text",
     "split_lines",
 ]
@@ -52,13 +54,26 @@ def raw_text(stdout: str, stderr: str) -> str:
     return stdout + stderr
 
 
-def _raw_render(stdout: str, stderr: str, exit_code: int) -> str:
+def raw_render(stdout: str, stderr: str, exit_code: int) -> str:
+    """The output as a plain run shows it (stdout, stderr, and ``[exit N]`` when it failed):
+    what is sent when compression would not be shorter, and what ``raw_tokens`` counts."""
     text = raw_text(stdout, stderr).rstrip("\n")
-    return f"{text}\n[exit {exit_code}]" if exit_code != 0 else text
+    if exit_code == 0:
+        return text
+    return f"{text}\n[exit {exit_code}]" if text else f"[exit {exit_code}]"
 
 
 def _clean(line: str) -> str:
     return strip_ansi(terminal_line(line)).rstrip()
+
+
+def archive_text(stdout: str, stderr: str) -> str:
+    """The text to archive when lines were omitted: one line per raw line (stdout lines, then
+    stderr lines), as a terminal shows it (ANSI escapes removed, carriage-return redraws
+    reduced to their final state; nothing else changed), so that line ``k`` of the archive is line ``k`` of the
+    omission ranges of :class:`Compressed`."""
+    lines = [*split_lines(stdout), *split_lines(stderr)]
+    return "".join(strip_ansi(terminal_line(x)) + "\n" for x in lines)
 
 
 def compress(
@@ -75,7 +90,7 @@ def compress(
     out_lines = split_lines(stdout)
     err_lines = split_lines(stderr)
     raw_lines = [*out_lines, *err_lines]
-    raw = _raw_render(stdout, stderr, exit_code)
+    raw = raw_render(stdout, stderr, exit_code)
     raw_tokens = count_tokens(raw, encoding)
 
     cmd = parse_command(command)

@@ -73,6 +73,12 @@ class Builder:
         if f:
             self._facts[i] = f
 
+    def release(self, i: int) -> None:
+        """A pattern that knows line ``i`` repeats a fact kept elsewhere (a failing test's
+        ``FAILED`` line next to the failures list) lifts the generic pass's must-keep mark."""
+        self.must.discard(i)
+        self._facts.pop(i, None)
+
     @property
     def facts(self) -> list[str]:
         out: list[str] = []

@@ -9,6 +9,8 @@ must-keep lines. Every omission gets a marker with its line count.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
 from collections.abc import Sequence
 
@@ -44,17 +46,38 @@ TAIL = 25
 BUDGET = 70
 
 
+# Every line FACT_RE, SUMMARY_RE or WARN_RE matches contains one of these (lower-cased):
+# a cheap first scan over the whole text, confirmed line by line with the real regexes.
+_KEYWORDS = re.compile(
+    r"error|fatal|panic|exception|traceback|fail|segmentation|cannot|could|unable|not found|no such|permission"
+    r"|refused|warn|pass|skip|test|problem|found|ran |success|finish|done|interrupt|^ok",
+    re.M,
+)
+
+
+def _hit_lines(lines: Sequence[str], warnings: bool) -> list[int]:
+    """Indices of the lines a fact regex matches. Large outputs have hundreds of thousands of
+    lines: one keyword scan of the joined text finds the candidates, the regexes confirm."""
+    low = "\n".join(lines).lower()  # lower() never adds or removes a newline
+    ends = list(itertools.accumulate(len(x) + 1 for x in low.split("\n")))  # offset after each line's newline
+    candidates = sorted({bisect.bisect_right(ends, m.start()) for m in _KEYWORDS.finditer(low)})
+    out = []
+    for i in candidates:
+        line = lines[i]
+        if FACT_RE.search(line) or SUMMARY_RE.search(line) or (warnings and WARN_RE.search(line)):
+            out.append(i)
+    return out
+
+
 def detect_facts(b: Builder, idxs: Sequence[int] | None = None, *, warnings: bool = True) -> None:
     """Mark error/warning/summary lines as must-keep (the first of each near-identical class)."""
     seen: set[str] = set()
-    for i in range(b.n) if idxs is None else idxs:
+    wanted = None if idxs is None else set(idxs)
+    for i in _hit_lines(b.lines, warnings):
+        if wanted is not None and i not in wanted:
+            continue
         line = b.lines[i]
         if not line.strip() or len(line) > 2000:
-            continue
-        hit = bool(FACT_RE.search(line)) or bool(SUMMARY_RE.search(line))
-        if not hit and warnings and WARN_RE.search(line):
-            hit = True
-        if not hit:
             continue
         key = normalize_for_similarity(line)
         if key in seen:

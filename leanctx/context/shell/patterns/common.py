@@ -66,7 +66,10 @@ def compiler_diagnostics(b: Builder, idxs: Sequence[int] | None = None) -> None:
         elif CODE_FRAME_RE.match(line):
             m = LABEL_RE.search(line)
             if m and "|" in line and not re.search(r"\|\s*\d+\s*\|", line):
-                b.keep(i, f"    ↳ {m.group(1).strip()}")
+                label = m.group(1).strip()
+                if i in b.must:  # the generic pass marked it: what must survive is the label
+                    b.must_keep(i, label)
+                b.keep(i, f"    ↳ {label}")
             else:
                 frames.append(i)
         elif m := re.match(r"^= help: for further information visit \S+#([\w-]+)$", s):
@@ -90,20 +93,22 @@ def python_traceback(b: Builder, idxs: Sequence[int] | None = None) -> None:
     """Python tracebacks: keep the ``File ..., line N`` frames and the exception; drop source lines."""
     rng = b.pending(range(b.n) if idxs is None else idxs)
     source: list[int] = []
+    headers: list[int] = []
     in_tb = False
     for i in rng:
         line = b.lines[i]
         if line.startswith("Traceback (most recent call last)"):
             in_tb = True
-            b.keep(i)
+            b.release(i)
+            headers.append(i)
             continue
         if not in_tb:
             continue
         m = _TB_FILE.match(line)
         if m:
             path, lineno, fn = m.groups()
-            b.must_keep(i, f'{path}", line {lineno}')
-            b.keep(i, f'  File "{path}", line {lineno}' + (f", in {fn}" if fn else ""))
+            b.must_keep(i, f"{path}:{lineno}")
+            b.keep(i, f"  {path}:{lineno}" + (f" in {fn}" if fn else ""))
         elif _TB_EXC.match(line) and not line.startswith(" "):
             b.must_keep(i)
             b.keep(i)
@@ -114,6 +119,8 @@ def python_traceback(b: Builder, idxs: Sequence[int] | None = None) -> None:
             in_tb = False
     if source:
         b.omit(source, "traceback source lines", inline=False)
+    if headers:  # the File/line frames that follow say it is a traceback
+        b.omit(headers, "traceback headers", inline=False)
 
 
 def group_list(items: Sequence[str], per_line: int = 0) -> str:

@@ -44,23 +44,45 @@ def ls(b: Builder, ctx: Ctx) -> None:
             if files:
                 text.append(f"files ({len(files)}): " + ", ".join(files))
             b.represent([i for i, _ in long_rows] + block, "\n".join(text))
-            b.notes.append("ls -l columns mode/links/owner/group/date dropped")
+            note = "ls -l columns mode/links/owner/group/date dropped"
+            if note not in b.notes:
+                b.notes.append(note)
         if plain:
             b.represent([i for i, _ in plain], ", ".join(t for _, t in plain))
         long_rows.clear()
         plain.clear()
         block.clear()
 
+    root = ""  # the first "dir:" header of ls -R; later headers are shown relative to it
+    noisy: list[int] = []  # lines of a __pycache__/node_modules/... block of ls -R
+    in_noise = ""
     for i, line in enumerate(b.lines):
         if not line.strip():
             b.blank(i)
             continue
-        if re.match(r"^total \d", line):
-            block.append(i)
-            continue
         if line.endswith(":") and not _LS_LONG.match(line):  # "dir:" header of ls -R / several dirs
             flush()
-            b.keep(i)
+            path = line[:-1]
+            below = path[len(root.rstrip("/")) + 1 :] if root and path.startswith(root.rstrip("/") + "/") else ""
+            in_noise = next((p for p in below.split("/") if p in NOISE_DIRS), "")  # only below what was listed
+            if in_noise:
+                noisy.append(i)
+                continue
+            if not root:
+                root = path
+                b.keep(i)
+            elif path.startswith(root.rstrip("/") + "/"):
+                rel = path[len(root.rstrip("/")) + 1 :]
+                b.must_keep(i, f"{rel}:")
+                b.keep(i, f"./{rel}:")
+            else:
+                b.keep(i)
+            continue
+        if in_noise:
+            noisy.append(i)
+            continue
+        if re.match(r"^total \d", line):
+            block.append(i)
             continue
         m = _LS_LONG.match(line)
         if m:
@@ -78,6 +100,10 @@ def ls(b: Builder, ctx: Ctx) -> None:
         else:
             plain.append((i, line.strip()))
     flush()
+    if noisy:
+        kinds = sorted({p for i in noisy if b.lines[i].endswith(":")
+                        for p in b.lines[i][len(root.rstrip("/")) + 1 : -1].split("/") if p in NOISE_DIRS})
+        b.omit(noisy, f"lines of {', '.join(k + '/' for k in kinds)} listings", inline=False)
 
 
 _TREE = re.compile(r"^((?:(?:│|\|)\s{2,3}|\s{4})*)(?:├──|└──|\|--|`--)\s?(.*)$")

@@ -119,11 +119,15 @@ def _log_and_diff(b: Builder, oneline: bool) -> None:
     context: list[int] = []
     meta: list[int] = []
     authors = {re.sub(r"\s*<[^>]*>", "", ln[7:]).strip() for ln in b.lines if ln.startswith("Author:")}
+    dates = {_short_date(ln.partition(":")[2]) for ln in b.lines if ln.startswith(("Date:", "AuthorDate:"))}
     one_author = next(iter(authors)) if len(authors) == 1 else ""
-    if one_author and sum(1 for ln in b.lines if ln.startswith("commit ")) > 1:
-        b.note(-1, f"author of all commits: {one_author}")
+    one_date = next(iter(dates)) if len(dates) == 1 else ""
+    if sum(1 for ln in b.lines if re.match(r"^commit [0-9a-f]{7,}", ln)) > 1 and (one_author or one_date):
+        shared = [f"author {one_author}"] if one_author else []
+        shared += [f"date {one_date}"] if one_date else []
+        b.note(-1, f"all commits: {', '.join(shared)}")
     else:
-        one_author = ""
+        one_author = one_date = ""
     if oneline:
         rows = [k for k in range(n) if b.lines[k].strip()]
         if len(rows) > _MAX_ONELINE:
@@ -159,7 +163,8 @@ def _log_and_diff(b: Builder, oneline: bool) -> None:
                 b.omit([*header, *msg], "older commits")
             else:
                 who = "" if one_author else f" {author}:"
-                b.represent([*header, *(msg[:1])], f"{sha} {date}{who} {subject}" + (f" {deco}" if deco else ""))
+                when = "" if one_date else f" {date}"
+                b.represent([*header, *(msg[:1])], f"{sha}{when}{who} {subject}" + (f" {deco}" if deco else ""))
                 if subject:
                     b.must_keep(msg[0], subject)
                 bodies.extend(msg[1:])
@@ -168,6 +173,17 @@ def _log_and_diff(b: Builder, oneline: bool) -> None:
         if line.startswith("diff --git ") or line.startswith("diff --cc "):
             i = _file_diff(b, i, context, meta)
             continue
+        if m := _STAT.match(line):  # --stat: the +/- bar is a scaled drawing of the count
+            path, count = m.group(1).strip(), m.group(2).strip()
+            b.must_keep(i, path)
+            if count.startswith("Bin"):
+                b.keep(i, f" {path} {count}")
+            else:
+                num, _, bar = count.partition(" ")
+                b.keep(i, f" {path} {num}{''.join(c for c in '+-' if c in bar)}")
+        elif re.match(r"^\s*\d+ files? changed", line):
+            b.must_keep(i)
+            b.keep(i, line.strip())
         i += 1
     b.omit(bodies, "commit message body lines", inline=False)
     b.omit(meta, "diff metadata lines", inline=False)

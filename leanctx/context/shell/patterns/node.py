@@ -143,8 +143,17 @@ def _tap_block(b: Builder, i: int, keep: bool, noise: list[int]) -> int:
     return i
 
 
+_JEST_FRAME = re.compile(r"^\s*(>)?\s*\d+ \|(.*)$|^\s+\|\s*[\^~]+\s*$")
+_JEST_AT = re.compile(r"^\s+at (?:.+ \()?(\S+?:\d+:\d+)\)?$")
+
+
 def jest(b: Builder, ctx: Ctx) -> None:
+    """jest / vitest: failures with their expectation, diff, the failing source line and its
+    location; passing tests, code-frame context and node_modules stack frames are omitted."""
     passed: list[int] = []
+    frames: list[int] = []
+    stack: list[int] = []
+    noise: list[int] = []
     for i, line in enumerate(b.lines):
         s = line.strip()
         if re.match(r"^(?:✓|√|✔)\s", s) or re.match(r"^PASS\s", s):
@@ -154,8 +163,24 @@ def jest(b: Builder, ctx: Ctx) -> None:
             b.keep(i)
         elif re.match(r"^(?:Tests|Test Suites|Test Files|Snapshots|Time|Duration):\s", s):
             b.must_keep(i)
-            b.keep(i, squeeze_spaces(line).strip())
+            b.keep(i, s)
+        elif m := _JEST_FRAME.match(line):
+            if m.group(1):  # the failing line of the code frame
+                b.keep(i, f"  > {m.group(2).strip()}")
+            else:
+                frames.append(i)
+        elif m := _JEST_AT.match(line):
+            if "node_modules" in m.group(1) or m.group(1).startswith("node:"):
+                stack.append(i)
+            else:
+                b.must_keep(i, m.group(1))
+                b.keep(i, f"  at {m.group(1)}")
+        elif line.startswith("npm notice") or s == "Ran all test suites.":
+            noise.append(i)
     b.omit(passed, "passed tests", inline=False)
+    b.omit(frames, "code frame context", inline=False)
+    b.omit(stack, "node_modules stack frames", inline=False)
+    b.omit(noise, "npm notices", inline=False)
     drop_rulers(b)
 
 

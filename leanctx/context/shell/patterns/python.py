@@ -19,6 +19,20 @@ _SUMMARY = re.compile(r"\b\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|w
 _E_MAX = 12
 
 
+_SHORT = re.compile(r"^(FAILED|ERROR) (\S+)(?: - .*)?$")
+_E_HINT = re.compile(
+    r"^E\s+(?:Omitting \d+ identical items?, use -vv? to show|Use -vv? to get (?:more|the full) diff"
+    r"|\.\.\.Full output truncated(?: \(\d+ lines? hidden\))?, use '-vv?' to show)\s*$"
+)
+_BLOCK_PREFIX = re.compile(r"^(?:ERROR at (?:setup|teardown|call) of |ERROR collecting )")
+
+
+def _test_name(nodeid: str) -> str:
+    """``tests/x.py::TestA::test_b[1]`` → ``TestA.test_b[1]`` (how failure blocks title it)."""
+    path, sep, rest = nodeid.partition("::")
+    return rest.replace("::", ".") if sep else path
+
+
 def pytest(b: Builder, ctx: Ctx) -> None:
     section = "header"
     header: list[int] = []
@@ -27,11 +41,13 @@ def pytest(b: Builder, ctx: Ctx) -> None:
     progress: list[int] = []
     source: list[int] = []
     e_extra: list[int] = []
+    hints: list[int] = []
     e_count = 0
-    verbose_fail: list[int] = []
-    has_short_summary = any(
-        (m := _SECTION.match(line)) and "short test summary" in m.group(1) for line in b.lines
-    )
+    verbose_fail: list[tuple[int, str]] = []
+    short: list[tuple[int, str]] = []
+    short_heading: int | None = None
+    blocks: set[str] = set()  # tests with a failure/error block (traceback, E lines, location)
+    captured = False  # inside a "Captured stdout call" (etc.) part of a failure block
     for i, line in enumerate(b.lines):
         s = line.strip()
         m = _SECTION.match(line)
@@ -46,7 +62,10 @@ def pytest(b: Builder, ctx: Ctx) -> None:
                 header.append(i)
             else:
                 section = title.lower()
-                b.keep(i, f"== {title} ==")
+                if "short test summary" in section:
+                    short_heading = i
+                else:
+                    b.keep(i, f"== {title} ==")
             continue
         if not s:
             b.blank(i)
@@ -68,8 +87,7 @@ def pytest(b: Builder, ctx: Ctx) -> None:
                 elif outcome in {"SKIPPED", "XFAIL"}:
                     skipped.append(i)
                 else:
-                    b.must_keep(i, v.group(1))
-                    verbose_fail.append(i)
+                    verbose_fail.append((i, v.group(1)))
             elif _PROGRESS.match(s):
                 progress.append(i)
             continue
@@ -78,11 +96,15 @@ def pytest(b: Builder, ctx: Ctx) -> None:
             if bm:
                 b.must_keep(i, bm.group(1))
                 b.keep(i, f"__ {bm.group(1)} __")
+                blocks.add(_BLOCK_PREFIX.sub("", bm.group(1)))
                 e_count = 0
+                captured = False
             elif RULER(line):
                 b.blank(i)
             elif line.startswith(">"):
                 b.keep(i)
+            elif _E_HINT.match(line):
+                hints.append(i)
             elif line.startswith("E ") or line == "E":
                 if not line[1:].strip():
                     b.blank(i)
@@ -96,26 +118,60 @@ def pytest(b: Builder, ctx: Ctx) -> None:
             elif _LOCATION.match(s):
                 b.must_keep(i, s.rstrip(": "))
                 b.keep(i, s)
-            elif _SUBSECTION.match(line):
-                b.keep(i)
-            else:
+            elif sm := _SUBSECTION.match(line):
+                b.keep(i, f"-- {sm.group(1)} --")
+                captured = sm.group(1).startswith("Captured")
+            elif captured:  # captured stdout/stderr/log of the test: output, left to the generic pass
+                continue
+            else:  # source lines of the traceback: code, even when a word in it looks like an error
+                b.release(i)
                 source.append(i)
             continue
         if "short test summary" in section:
-            b.must_keep(i)
-            b.keep(i)
+            sm = _SHORT.match(line)
+            if sm:
+                short.append((i, sm.group(2)))
+            else:
+                b.must_keep(i)
+                b.keep(i)
+            continue
+        if s.startswith("-- Docs: https://docs.pytest.org/"):
+            hints.append(i)
             continue
         # warnings summary and anything else: leave to the generic pass
+    # a failing test named in the short summary or in a -v line, whose block is shown above,
+    # is stated twice: keep the block (traceback, E lines, location), drop the repeats
+    repeated_short = [i for i, nodeid in short if _test_name(nodeid) in blocks]
+    for i, nodeid in short:
+        if i in repeated_short:
+            b.release(i)
+        else:
+            b.must_keep(i)
+            b.keep(i)
+    listed = {_test_name(n) for _, n in short}
+    repeated_v = [i for i, nodeid in verbose_fail if _test_name(nodeid) in blocks | listed]
+    for i, nodeid in verbose_fail:
+        if i in repeated_v:
+            b.release(i)
+        else:
+            b.must_keep(i, nodeid)
+            b.keep(i)
+    if short_heading is not None:
+        if len(repeated_short) < len(short) or any(b.is_pending(i) for i in range(short_heading + 1, b.n)
+                                                    if not _SHORT.match(b.lines[i]) and b.lines[i].strip()
+                                                    and not _SECTION.match(b.lines[i])):
+            b.keep(short_heading, f"== {b.lines[short_heading].strip('= ')} ==")
+        else:
+            repeated_short.append(short_heading)
     b.omit(header, "session header", inline=False)
     b.omit(progress, "progress lines", inline=False)
     b.omit(passed, "passed tests", inline=False)
     b.omit(skipped, "skipped/xfail tests", inline=False)
-    if has_short_summary:
-        b.omit(verbose_fail, "failing test lines repeated in the summary", inline=False)
-    else:
-        b.keep_all(verbose_fail)
+    b.omit(repeated_v, "-v lines of failures below", inline=False)
+    b.omit(repeated_short, "summary lines of failures above", inline=False)
     b.omit(source, "traceback source", inline=False)
     b.omit(e_extra, "assertion detail lines", inline=False)
+    b.omit(hints, "pytest -vv hints", inline=False)
     drop_rulers(b)
 
 
@@ -130,6 +186,9 @@ _UT_RESULT = re.compile(r"^(.+?) \.\.\. (ok|FAIL|ERROR|skipped.*|expected failur
 def unittest(b: Builder, ctx: Ctx) -> None:
     ok: list[int] = []
     skipped: list[int] = []
+    failing: list[tuple[int, str]] = []  # verbose "name (id) ... FAIL" lines
+    headers: set[str] = set()  # "FAIL: name (id)" block headers
+    dots: list[int] = []  # the quiet runner's progress line (failures are named in the blocks)
     for i, line in enumerate(b.lines):
         m = _UT_RESULT.match(line)
         if m:
@@ -138,17 +197,29 @@ def unittest(b: Builder, ctx: Ctx) -> None:
             elif m.group(2).startswith("skipped") or m.group(2) == "expected failure":
                 skipped.append(i)
             else:
-                b.must_keep(i)
-                b.keep(i)
+                failing.append((i, m.group(1).strip()))
             continue
-        if re.match(r"^(FAIL|ERROR): ", line):
+        if h := re.match(r"^(?:FAIL|ERROR): (.+)$", line):
+            headers.add(h.group(1).strip())
             b.must_keep(i)
             b.keep(i)
         elif re.match(r"^Ran \d+ tests? in", line) or re.match(r"^(FAILED|OK)\b", line):
             b.must_keep(i)
             b.keep(i)
+        elif re.match(r"^[.FEsxu]+$", line) and i < 3:
+            dots.append(i)
+    repeated = []
+    for i, name in failing:
+        if name in headers:  # its FAIL:/ERROR: block below names it with the traceback
+            b.release(i)
+            repeated.append(i)
+        else:
+            b.must_keep(i)
+            b.keep(i)
     b.omit(ok, "passed tests", inline=False)
     b.omit(skipped, "skipped tests", inline=False)
+    b.omit(repeated, "failing test lines repeated in their blocks", inline=False)
+    b.omit(dots, "progress dots", inline=False)
     drop_rulers(b)
     python_traceback(b)
 
@@ -171,6 +242,7 @@ def pip(b: Builder, ctx: Ctx) -> None:
     noise: list[int] = []
     satisfied: list[tuple[int, str]] = []
     collecting: list[tuple[int, str]] = []
+    installing: list[int] = []
     for i, line in enumerate(b.lines):
         if _PIP_NOISE.match(line):
             noise.append(i)
@@ -186,6 +258,8 @@ def pip(b: Builder, ctx: Ctx) -> None:
         if line.startswith(("Successfully installed", "ERROR", "error:", "WARNING")):
             b.must_keep(i)
             b.keep(i)
+        elif line.startswith("Installing collected packages: "):
+            installing.append(i)
     if satisfied:
         idxs = [i for i, _ in satisfied]
         b.represent(idxs, "Requirement already satisfied: " + ", ".join(t for _, t in satisfied))
@@ -193,6 +267,8 @@ def pip(b: Builder, ctx: Ctx) -> None:
         idxs = [i for i, _ in collecting]
         b.represent(idxs, "collected: " + ", ".join(t for _, t in collecting))
     b.omit(noise, "download/build progress", inline=False)
+    if any(line.startswith("Successfully installed ") for line in b.lines):  # it names them, with versions
+        b.omit(installing, "package list repeated below", inline=False)
 
 
 def _pip_list(b: Builder) -> None:

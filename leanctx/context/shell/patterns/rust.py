@@ -25,6 +25,8 @@ def cargo(b: Builder, ctx: Ctx) -> None:
     ignored: list[int] = []
     frames: list[int] = []
     notes: list[int] = []
+    hints: list[int] = []
+    failed: list[tuple[int, str]] = []
     failures_list: list[int] = []
     in_failures_list = False
     i = 0
@@ -42,8 +44,7 @@ def cargo(b: Builder, ctx: Ctx) -> None:
             elif m.group(2).startswith("ignored"):
                 ignored.append(i)
             elif m.group(2) == "FAILED":
-                b.must_keep(i, m.group(1))
-                b.keep(i)
+                failed.append((i, m.group(1)))
         elif re.match(r"^---- (\S+) stdout ----$", s):
             b.must_keep(i)
             b.keep(i)
@@ -73,6 +74,8 @@ def cargo(b: Builder, ctx: Ctx) -> None:
             continue
         elif s.startswith("note: Some details are omitted") or s.startswith("note: run with `RUST_BACKTRACE"):
             notes.append(i)
+        elif re.match(r"^(?:Some errors have detailed explanations|For more information about (?:this|an) error, try `rustc --explain)", s):
+            hints.append(i)
         elif s == "failures:":
             in_failures_list = any(_TEST.match(x) is None and x.startswith("    ") for x in b.lines[i + 1 : i + 2])
             if in_failures_list:
@@ -84,12 +87,25 @@ def cargo(b: Builder, ctx: Ctx) -> None:
         else:
             in_failures_list = False if not s else in_failures_list
         i += 1
+    listed: set[str] = set()
     if failures_list:
         names = [b.lines[k].strip() for k in failures_list[1:]]
+        listed = set(names)
+        for k, name in zip(failures_list[1:], names):
+            b.must_keep(k, name)
         b.represent(failures_list, "failures: " + ", ".join(names))
+    repeated = [i for i, name in failed if name in listed]
+    for i in repeated:
+        b.release(i)
+    for i, name in failed:
+        if name not in listed:
+            b.must_keep(i, name)
+            b.keep(i)
+    b.omit(repeated, "FAILED lines repeated in the failures list", inline=False)
     b.omit(progress, "build progress", inline=False)
     b.omit(passed, "passed tests", inline=False)
     b.omit(ignored, "ignored tests", inline=False)
     b.omit(frames, "backtrace frames", inline=False)
     b.omit(notes, "notes", inline=False)
+    b.omit(hints, "rustc --explain hints", inline=False)
     compiler_diagnostics(b)

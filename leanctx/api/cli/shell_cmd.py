@@ -1,0 +1,149 @@
+"""``lean-ctx shell``, ``lean-ctx compress`` and ``lean-ctx expand`` (top-level verbs).
+
+``lean-ctx shell [--cwd D] [--timeout S] [--raw] [--env NAME=VALUE] [--json] -- CMD...`` runs
+CMD (several words: an argv; one word: a string for ``bash -c``), prints its compressed,
+secret-redacted output and exits with CMD's exit code (124 on a timeout).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Optional
+
+import typer
+
+from ...errors import InvalidInput
+from .app import state
+from .common import JSON
+
+SESSION = typer.Option(
+    None, "--session", envvar="LEAN_CTX_SESSION_ID",
+    help="Conversation id (default: $LEAN_CTX_SESSION_ID; none: this process is a conversation of its own).",
+)
+
+
+def _who(st, session: Optional[str]) -> dict:  # type: ignore[no-untyped-def]
+    from ...identity import agent_identity
+
+    return {"actor": agent_identity(), "session_id": session or None, "project": st.project_root()}
+
+
+def _env_pairs(items: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name or not name.replace("_", "a").isalnum() or name[0].isdigit():
+            raise InvalidInput("SHELL_INVALID_ENV", f"--env takes NAME=VALUE (e.g. --env RUST_LOG=debug), not {item!r}")
+        out[name] = value
+    return out
+
+
+def _shell_json(r) -> dict:  # type: ignore[no-untyped-def]
+    return {
+        "exit_code": r.exit_code, "raw_tokens": r.raw_tokens, "sent_tokens": r.sent_tokens, "text": r.text,
+        "archive_id": r.archive_id, "pattern": r.pattern, "omitted_lines": r.omitted_lines,
+        "duration_ms": r.duration_ms, "redactions": r.redactions, "timed_out": r.timed_out,
+        "captured": r.captured, "budget_warning": r.budget_warning, "command": r.command,
+    }
+
+
+def shell_cmd(
+    ctx: typer.Context,
+    command: list[str] = typer.Argument(
+        ..., help="The command, after `--`: several words are run as an argv; one word is a string run with bash -c."
+    ),
+    cwd: Optional[str] = typer.Option(None, "--cwd", help="Run in this directory (default: the current one)."),
+    timeout: Optional[float] = typer.Option(
+        None, "--timeout", help="Seconds; past them the command's process group is killed and the exit code is 124."
+    ),
+    raw: bool = typer.Option(False, "--raw", help="Send the output uncompressed (secrets are still redacted)."),
+    env: list[str] = typer.Option(
+        [], "--env", help="NAME=VALUE added to the command's environment (repeatable)."
+    ),
+    session: Optional[str] = SESSION,
+    json_: bool = JSON,
+) -> None:
+    """Run a command; print its compressed output (omissions name an archive id for `lean-ctx expand`) and exit with its code."""
+    from ...ops.shell import run_shell
+
+    st = state(ctx)
+    lc = st.open()
+    target: str | list[str] = command[0] if len(command) == 1 else list(command)
+    r = run_shell(lc, target, cwd=cwd, timeout=timeout, env_passthrough=_env_pairs(env), raw=raw,
+                  **_who(st, session))
+    if st.want_json(json_):
+        from .render import emit_json
+
+        emit_json(_shell_json(r))
+    else:
+        sys.stdout.write(r.text + ("\n" if r.text else ""))
+        sys.stdout.flush()
+    raise typer.Exit(r.exit_code)
+
+
+def compress_cmd(
+    ctx: typer.Context,
+    source: str = typer.Argument("-", help="File holding the captured output, or - for standard input."),
+    as_: str = typer.Option(..., "--as", help='The command that produced the output, e.g. --as "git status".'),
+    exit_code: int = typer.Option(0, "--exit-code", help="The exit code the command had (shown when not 0)."),
+    session: Optional[str] = SESSION,
+    json_: bool = JSON,
+) -> None:
+    """Compress output captured earlier as if the named command had produced it (same patterns and rules)."""
+    from ...ops.shell import compress_captured
+
+    st = state(ctx)
+    if source == "-":
+        data = sys.stdin.buffer.read()
+    else:
+        try:
+            with open(source, "rb") as f:
+                data = f.read()
+        except OSError as exc:
+            raise InvalidInput("COMPRESS_CANNOT_READ", f"cannot read {source!r}: {exc.strerror}; give a file or -") from None
+    text = data.decode("utf-8", "replace")
+    lc = st.open()
+    r = compress_captured(lc, as_, text, exit_code=exit_code, **_who(st, session))
+    if st.want_json(json_):
+        from .render import emit_json
+
+        emit_json({"raw_tokens": r.raw_tokens, "sent_tokens": r.sent_tokens, "text": r.text,
+                   "archive_id": r.archive_id, "pattern": r.pattern, "omitted_lines": r.omitted_lines,
+                   "redactions": r.redactions, "budget_warning": r.budget_warning})
+    else:
+        sys.stdout.write(r.text + ("\n" if r.text else ""))
+
+
+def expand_cmd(
+    ctx: typer.Context,
+    archive_id: str = typer.Argument(..., help="The archive id named by an omission marker (A + 16 hex digits)."),
+    head: Optional[int] = typer.Option(None, "--head", help="Only the first N lines."),
+    tail: Optional[int] = typer.Option(None, "--tail", help="Only the last N lines."),
+    lines: Optional[str] = typer.Option(None, "--lines", help="Only lines A-B (1-based, inclusive; A- to the end), numbered."),
+    grep: Optional[str] = typer.Option(None, "--grep", help="Only the lines matching this regular expression, numbered."),
+    max_tokens: Optional[int] = typer.Option(
+        None, "--max-tokens", help="Stop before this many tokens; the answer says which lines were left out."
+    ),
+    session: Optional[str] = SESSION,
+    json_: bool = JSON,
+) -> None:
+    """Print an archived output (or its head, tail, a line range, or the lines matching a regex)."""
+    from ...ops.shell import expand
+
+    st = state(ctx)
+    lc = st.open()
+    e = expand(lc, archive_id, head=head, tail=tail, lines=lines, grep=grep, max_tokens=max_tokens,
+               **_who(st, session))
+    if st.want_json(json_):
+        from .render import emit_json
+
+        emit_json(e)
+    else:
+        sys.stdout.write(e.text + ("\n" if e.text else ""))
+
+
+def attach(app: typer.Typer) -> None:
+    settings = {"allow_interspersed_args": False, "ignore_unknown_options": True}
+    app.command("shell", context_settings=settings)(shell_cmd)
+    app.command("compress")(compress_cmd)
+    app.command("expand")(expand_cmd)

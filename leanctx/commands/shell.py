@@ -1,0 +1,185 @@
+"""ctx_shell, compress and expand: the commands that record them.
+
+The effectful part (running the process, redacting, compressing, archiving, reading an
+archive) happens in ``leanctx.ops.shell`` *before* these are dispatched; the handlers only
+decide and record, inside the bus's write transaction:
+
+- ``shell.record``: a command ran (or captured output was compressed). Emits
+  ``archive.created`` on ``archive:<id>`` the first time the log hears of that archive,
+  ``shell.ran`` on ``shell:<session or agent>``, and ``budget.consumed`` for the tokens sent.
+  It never refuses on budget: the command has already run and its output is spent.
+- ``shell.check``: the budget guard of a run, dispatched only when a read-only pre-check
+  found the agent's budget exhausted, so that the refusal (``BUDGET_EXCEEDED``) is decided
+  under the write lock and recorded in the log like every other refusal.
+- ``archive.expand``: part of an archive was sent back. Enforces the budget (an expand is a
+  read), emits ``archive.expanded`` on ``archive:<id>`` and ``budget.consumed``.
+
+Text never enters the log: only the command line (redacted), counts and archive ids.
+"""
+
+from __future__ import annotations
+
+import re
+
+import msgspec
+
+from ..errors import InvalidInput
+from ..events import NO_STREAM
+from ..events.kinds.context import ArchiveCreated, ArchiveExpanded, ShellRan
+from ..projections.budgets import BudgetState, budget_row, make_state
+from .budgets import consume, enforce_budget
+from .bus import Command, CommandContext, handles
+
+__all__ = [
+    "ArchiveInfo",
+    "CheckShellBudget",
+    "ExpandArchive",
+    "Expanded",
+    "RecordShell",
+    "ShellRecorded",
+    "stream_of",
+]
+
+_ARCHIVE_ID = re.compile(r"^A[0-9a-f]{16}$")
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+MAX_COMMAND_CHARS = 2000
+MAX_SELECTOR_CHARS = 300
+
+
+def stream_of(ctx: CommandContext) -> str:
+    """Shell runs are recorded per conversation (else per agent)."""
+    return f"shell:{ctx.session_id or ctx.actor or 'anonymous'}"
+
+
+class ArchiveInfo(msgspec.Struct, frozen=True):
+    """An archive written next to the log (the text itself is only in the file)."""
+
+    archive_id: str
+    sha256: str
+    bytes: int
+    lines: int
+    tokens: int
+    source: str = "shell"
+
+
+class RecordShell(Command, frozen=True):
+    name = "shell.record"
+    command: str  # redacted, at most MAX_COMMAND_CHARS
+    pattern: str
+    exit_code: int
+    raw_tokens: int
+    sent_tokens: int
+    omitted_lines: int = 0
+    archive: ArchiveInfo | None = None
+    duration_ms: float = 0.0
+    captured: bool = False
+    redactions: int = 0
+    encoding: str = "o200k_base"
+
+
+class CheckShellBudget(Command, frozen=True):
+    name = "shell.check"
+
+
+class ExpandArchive(Command, frozen=True):
+    name = "archive.expand"
+    archive_id: str
+    selector: str  # full | head:N | tail:N | lines:A-B | grep:RE
+    sent_tokens: int
+
+
+class ShellRecorded(msgspec.Struct, frozen=True):
+    budget: BudgetState | None = None  # the caller's budget after this run (None without an agent)
+    archive_created: bool = False
+
+
+class Expanded(msgspec.Struct, frozen=True):
+    budget: BudgetState | None = None
+
+
+def _count(value: int, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInput("SHELL_INVALID_RECORD", f"{what} must be a non-negative whole number; got {value!r}")
+    return value
+
+
+def _check_archive(info: ArchiveInfo) -> None:
+    if not _ARCHIVE_ID.match(info.archive_id) or not _SHA256.match(info.sha256):
+        raise InvalidInput("ARCHIVE_INVALID_ID", f"{info.archive_id!r} is not an archive id (like A3f2a9c1b7e4d5f60)")
+    if not info.sha256.startswith(info.archive_id[1:]):
+        raise InvalidInput("ARCHIVE_INVALID_ID", f"archive {info.archive_id} does not match its sha256")
+    for what in ("bytes", "lines", "tokens"):
+        _count(getattr(info, what), f"archive {what}")
+
+
+def _consume(ctx: CommandContext, tokens: int, tool: str) -> BudgetState | None:
+    if not ctx.actor:
+        return None
+    limit, used, _, _ = budget_row(ctx.conn, ctx.actor)
+    consume(ctx, ctx.actor, tokens, tool)
+    return make_state(ctx.actor, limit, used + tokens)
+
+
+@handles(
+    RecordShell,
+    emits=("archive.created", "shell.ran", "budget.consumed"),
+    result=ShellRecorded,
+)
+def record_shell(ctx: CommandContext, cmd: RecordShell) -> ShellRecorded:
+    for what in ("raw_tokens", "sent_tokens", "omitted_lines", "redactions"):
+        _count(getattr(cmd, what), what)
+    if isinstance(cmd.exit_code, bool) or not -255 <= cmd.exit_code <= 255:
+        raise InvalidInput("SHELL_INVALID_RECORD", f"exit_code must be within -255..255; got {cmd.exit_code}")
+    if not cmd.pattern or len(cmd.pattern) > 64:
+        raise InvalidInput("SHELL_INVALID_RECORD", "pattern must be 1-64 characters")
+    if cmd.omitted_lines and cmd.archive is None:
+        raise InvalidInput(
+            "SHELL_OMISSION_WITHOUT_ARCHIVE", "lines were omitted but no archive was given: nothing may be dropped silently"
+        )
+    created = False
+    if cmd.archive is not None:
+        _check_archive(cmd.archive)
+        stream = f"archive:{cmd.archive.archive_id}"
+        if ctx.tx.stream_version(stream) == 0:
+            a = cmd.archive
+            ctx.emit(stream, ArchiveCreated(archive_id=a.archive_id, source=a.source, sha256=a.sha256, bytes=a.bytes,
+                                            lines=a.lines, tokens=a.tokens), expected_version=NO_STREAM)
+            created = True
+    ctx.emit(
+        stream_of(ctx),
+        ShellRan(
+            command=cmd.command[:MAX_COMMAND_CHARS],
+            pattern=cmd.pattern,
+            exit_code=cmd.exit_code,
+            raw_tokens=cmd.raw_tokens,
+            sent_tokens=cmd.sent_tokens,
+            omitted_lines=cmd.omitted_lines,
+            archive_id=cmd.archive.archive_id if cmd.archive is not None else None,
+            duration_ms=round(max(cmd.duration_ms, 0.0), 3),
+            captured=cmd.captured,
+            redactions=cmd.redactions,
+            session_id=ctx.session_id,
+            encoding=cmd.encoding,
+        ),
+    )
+    budget = _consume(ctx, cmd.sent_tokens, "ctx_compress" if cmd.captured else "ctx_shell")
+    return ShellRecorded(budget=budget, archive_created=created)
+
+
+@handles(CheckShellBudget, emits=(), result=BudgetState)
+def check_shell_budget(ctx: CommandContext, cmd: CheckShellBudget) -> BudgetState:
+    return enforce_budget(ctx)
+
+
+@handles(ExpandArchive, emits=("archive.expanded", "budget.consumed"), result=Expanded)
+def expand_archive(ctx: CommandContext, cmd: ExpandArchive) -> Expanded:
+    if not _ARCHIVE_ID.match(cmd.archive_id):
+        raise InvalidInput("ARCHIVE_INVALID_ID", f"{cmd.archive_id!r} is not an archive id (like A3f2a9c1b7e4d5f60)")
+    _count(cmd.sent_tokens, "sent_tokens")
+    enforce_budget(ctx)
+    ctx.emit(
+        f"archive:{cmd.archive_id}",
+        ArchiveExpanded(archive_id=cmd.archive_id, selector=cmd.selector[:MAX_SELECTOR_CHARS],
+                        sent_tokens=cmd.sent_tokens, session_id=ctx.session_id),
+    )
+    return Expanded(budget=_consume(ctx, cmd.sent_tokens, "ctx_expand"))

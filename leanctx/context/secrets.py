@@ -32,7 +32,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("npm_token", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b")),
     ("pypi_token", re.compile(r"\bpypi-[A-Za-z0-9_-]{50,}\b")),
     ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\b")),
-    ("url_password", re.compile(r"(?<=://)[^\s:/@]+:[^\s@/]+(?=@)")),
+    ("url_password", re.compile(r"(?P<keep>://[^\s:/@]+:)[^\s@/]+(?=@)")),  # only the password goes
 ]
 
 # KEY=value / KEY: value / "key": "value" where the name says it is a secret
@@ -59,20 +59,26 @@ class Redacted(msgspec.Struct, frozen=True):
     text: str
     count: int
     kinds: list[str]
+    # the secret values themselves, so a caller can scrub them elsewhere (e.g. from the command
+    # line that printed them); in memory only — never encode or log this field
+    found: list[str] = msgspec.field(default_factory=list)
 
 
 def redact(text: str) -> Redacted:
     """``text`` with every detected secret replaced by ``[REDACTED:<kind>]``."""
     count = 0
     kinds: list[str] = []
+    found: list[str] = []
 
     def sub(kind: str) -> "re.Callable[[re.Match[str]], str]":  # type: ignore[name-defined]
         def repl(m: re.Match[str]) -> str:
             nonlocal count
             count += 1
+            keep = m.groupdict().get("keep") or ""
+            found.append(m.group(0)[len(keep):])
             if kind not in kinds:
                 kinds.append(kind)
-            return REDACTED.format(kind=kind)
+            return keep + REDACTED.format(kind=kind)
 
         return repl
 
@@ -87,12 +93,23 @@ def redact(text: str) -> Redacted:
         if _PLACEHOLDER.match(value) or value.startswith("[REDACTED:"):
             return m.group(0)
         count += 1
+        found.append(value)
         if "assignment" not in kinds:
             kinds.append("assignment")
         return f"{m.group('name')}{m.group('sep')}{m.group('q')}{REDACTED.format(kind='assignment')}{m.group('q')}"
 
     text = _ASSIGN.sub(assign, text)
-    return Redacted(text, count, kinds)
+    return Redacted(text, count, kinds, found)
+
+
+def scrub(text: str, values: Iterable[str]) -> tuple[str, int]:
+    """``text`` with each of ``values`` (secrets found elsewhere) replaced; returns the count."""
+    n = 0
+    for v in sorted(set(values), key=len, reverse=True):
+        if len(v) >= 6 and v in text:
+            n += text.count(v)
+            text = text.replace(v, REDACTED.format(kind="echoed"))
+    return text, n
 
 
 def is_secret_path(path: str, extra: Iterable[str] = ()) -> bool:

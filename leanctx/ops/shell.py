@@ -36,7 +36,7 @@ import msgspec
 
 from ..archive import ArchiveStore
 from ..commands.shell import ArchiveInfo, CheckShellBudget, ExpandArchive, RecordShell
-from ..context.secrets import redact
+from ..context.secrets import redact, scrub
 from ..errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -108,17 +108,21 @@ _OPEN_KEY = re.compile(
 _KEY_IN_COMMAND = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*")
 
 
-def _redact(text: str, *, command: bool = False) -> tuple[str, int]:
-    """``text`` with its secrets redacted, and how many there were. In a command line the
-    key's lines are not lines (``printf '...\\nMIIE...'``): from an unterminated BEGIN on,
-    the rest of the command is cut."""
+def _redact(text: str, *, command: bool = False, also: list[str] | None = None) -> tuple[str, int, list[str]]:
+    """``text`` with its secrets redacted, how many there were, and the values found. In a
+    command line the key's lines are not lines (``printf '...\\nMIIE...'``): from an
+    unterminated BEGIN on, the rest of the command is cut; and secrets the command printed
+    (``also``: found in its output) are scrubbed from it even where no pattern matches there."""
     r = redact(text)
     out, n = r.text, r.count
+    if also:
+        out, extra_scrubbed = scrub(out, also)
+        n += extra_scrubbed
     if "PRIVATE KEY" in out:
         out, extra = (_KEY_IN_COMMAND if command else _OPEN_KEY).subn(
             "[REDACTED:private_key]" if command else "[REDACTED:private_key]\n", out)
         n += extra
-    return out, n
+    return out, n, r.found
 
 
 # ----------------------------------------------------------------------------- budget
@@ -306,7 +310,9 @@ def _process(
     from ..context.tokens import count_tokens
 
     # secrets out first: nothing below (engine, archive, log, answer) ever sees them
-    (out, n_out), (err, n_err), (cmd_text, _) = _redact(stdout), _redact(stderr), _redact(command_text, command=True)
+    out, n_out, found_out = _redact(stdout)
+    err, n_err, found_err = _redact(stderr)
+    cmd_text = _redact(command_text, command=True, also=[*found_out, *found_err])[0]
     redactions = n_out + n_err
     plain = raw_render(out, err, exit_code)
     c = None if raw else compress(pattern_command, out, err, exit_code, encoding=encoding)

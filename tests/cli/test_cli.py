@@ -244,3 +244,43 @@ def test_default_db_lives_under_the_data_dir_per_project(tmp_path: Path) -> None
     assert p.returncode == 0, p.stderr
     path = Path(json.loads(p.stdout)["path"])
     assert path.parent.parent == home / "projects" and path.parent.name.startswith("repo-")
+
+
+def test_verb_module_table_matches_the_tree() -> None:
+    """``lean-ctx VERB ...`` loads only VERB_MODULES[VERB]: every command under a verb must be
+    defined in one of the modules listed for it, and every verb must be listed."""
+    from leanctx.api.cli.app import full_app
+    from leanctx.api.cli.groups import VERB_MODULES
+
+    root = full_app()
+
+    def modules_of(t) -> set[str]:  # type: ignore[no-untyped-def]
+        out = {c.callback.__module__.rsplit(".", 1)[-1] for c in t.registered_commands}
+        for g in t.registered_groups:
+            out |= modules_of(g.typer_instance)
+        return out
+
+    seen = set()
+    for c in root.registered_commands:
+        name = c.name or c.callback.__name__
+        seen.add(name)
+        assert c.callback.__module__.rsplit(".", 1)[-1] in VERB_MODULES[name], name
+    for g in root.registered_groups:
+        seen.add(g.name)
+        assert modules_of(g.typer_instance) <= set(VERB_MODULES[g.name]), g.name
+    assert seen == set(VERB_MODULES)
+
+
+def test_a_verb_runs_with_only_its_modules_loaded(db: Path) -> None:
+    code = ("import sys; from leanctx.api.cli import app as a; "
+            "sys.argv=['lean-ctx','chat','peek','-n','1'];\n"
+            "try:\n    a.main()\nexcept SystemExit as e:\n    pass\n"
+            "print(sorted(m for m in a._loaded if m))\n"
+            "heavy = ('tiktoken', 'tree_sitter', 'tree_sitter_language_pack', 'mcp', 'starlette', 'uvicorn')\n"
+            "print(sorted(m for m in heavy if m in sys.modules))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "LEAN_CTX_DB": str(db)})
+    assert p.returncode == 0, p.stderr
+    loaded, heavy = p.stdout.strip().splitlines()[-2:]
+    assert loaded == "['chat_cmd', 'lock_cmd', 'state_cmd', 'task_cmd']"
+    assert heavy == "[]", f"a chat verb imported {heavy}"  # no tokenizer, parser, MCP or server

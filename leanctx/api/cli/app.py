@@ -26,7 +26,7 @@ from ...errors import LeanCtxError
 if TYPE_CHECKING:
     from ...app import LeanCtx
 
-app = typer.Typer(
+_root_app = typer.Typer(
     name="lean-ctx",
     help="lean-ctx: a context layer for AI coding agents — compressed context, multi-agent coordination, "
     "one event-sourced log.",
@@ -78,7 +78,7 @@ def state(ctx: typer.Context) -> State:
     return obj
 
 
-@app.callback(invoke_without_command=True)
+@_root_app.callback(invoke_without_command=True)
 def _root(
     ctx: typer.Context,
     db: Optional[str] = typer.Option(
@@ -100,20 +100,64 @@ def _root(
     ctx.call_on_close(ctx.obj.close)
 
 
-def _register_subcommands() -> None:
-    """Every ``*_cmd.py`` module here adds its verbs to a group of ``groups.py``; a module with
-    an ``attach(app)`` function is also called with the root app (top-level verbs)."""
+_loaded: set[str] = set()
+
+
+def _load(modules: "tuple[str, ...] | None" = None) -> typer.Typer:
+    """Register verbs on the root app: every ``*_cmd.py`` module (``modules`` None), or only
+    those named. Each module adds its verbs to a group of ``groups.py``; one with an
+    ``attach(app)`` function also adds top-level verbs. Idempotent."""
+    import importlib
+
     from ...discovery import import_submodules
     from .groups import register_groups
 
-    register_groups(app)
-    for module in import_submodules(__package__, suffix="_cmd"):
+    if not _loaded:
+        register_groups(_root_app)
+        _loaded.add("")
+    if modules is None:
+        mods = import_submodules(__package__, suffix="_cmd")
+    else:
+        mods = [importlib.import_module(f"{__package__}.{m}") for m in modules]
+    for module in mods:
+        name = module.__name__.rsplit(".", 1)[-1]
+        if name in _loaded:
+            continue
+        _loaded.add(name)
         attach = getattr(module, "attach", None)
         if attach is not None:
-            attach(app)
+            attach(_root_app)
+    return _root_app
 
 
-_register_subcommands()
+def full_app() -> typer.Typer:
+    """The root app with every verb registered (for help, tests and docs)."""
+    return _load(None)
+
+
+def __getattr__(name: str) -> typer.Typer:  # ``from leanctx.api.cli.app import app``
+    if name == "app":
+        return full_app()
+    raise AttributeError(name)
+
+
+_GLOBAL_WITH_VALUE = ("--db", "--project")
+
+
+def _verb(args: list[str]) -> str | None:
+    """The first top-level verb in ``args`` (after the global options), if any."""
+    skip = False
+    for a in args:
+        if skip:
+            skip = False
+            continue
+        if a in _GLOBAL_WITH_VALUE:
+            skip = True
+            continue
+        if a.startswith("-"):
+            continue
+        return a
+    return None
 
 
 def _print_error(err: LeanCtxError, as_json: bool) -> None:
@@ -136,7 +180,9 @@ def main(argv: list[str] | None = None) -> None:
     """Console entry point: runs the CLI and turns errors into stable codes and exit statuses."""
     args = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in args
-    command = typer.main.get_command(app)
+    from .groups import VERB_MODULES
+
+    command = typer.main.get_command(_load(VERB_MODULES.get(_verb(args) or "")))
     try:
         rv = command.main(args=args, prog_name="lean-ctx", standalone_mode=False)
     except LeanCtxError as err:

@@ -16,6 +16,27 @@ hooks_app = typer.Typer(help="Install hooks (git pre-commit, ...).", no_args_is_
 
 GROUPS = {"events": events_app, "agent": agent_app, "db": db_app, "chat": chat_app, "hooks": hooks_app}
 
+# Which ``*_cmd`` modules define each top-level verb, so that ``lean-ctx chat post`` imports
+# and builds only the chat verbs (a whole tree costs ~40 ms of start-up). A verb missing here
+# makes the CLI load every module; tests/cli/test_cli.py checks this table against the tree.
+VERB_MODULES: dict[str, tuple[str, ...]] = {
+    "events": ("events_cmd",),
+    "agent": ("agent_cmd", "diary_cmd", "scent_cmd"),
+    "db": ("db_cmd",),
+    "replay": ("db_cmd",),
+    "schema": ("db_cmd",),
+    "chat": ("chat_cmd", "lock_cmd", "state_cmd", "task_cmd"),
+    "hooks": ("lock_cmd",),
+    "read": ("read_cmd",),
+    "shell": ("shell_cmd",),
+    "compress": ("shell_cmd",),
+    "expand": ("shell_cmd",),
+    "search": ("search_cmd",),
+    "tree": ("search_cmd",),
+    "edit": ("search_cmd",),
+    "gain": ("gain_cmd",),
+}
+
 
 def register_groups(app: typer.Typer) -> None:
     for name, group in GROUPS.items():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from leanctx.context.modes.compact import compact_symbols
 from leanctx.context.modes.rendered import Rendered, footer, source_lines
 from leanctx.context.symbols import Symbol, extract_imports, extract_symbols, uses_tree_sitter
 
@@ -54,15 +55,17 @@ def render_map(path: str, text: str, language: str) -> Rendered:
 
 
 def render_signatures(path: str, text: str, language: str) -> Rendered:
+    """One line per declaration (``line: indent signature``), members indented under their
+    class; compact signatures (see ``compact``); no bodies."""
     n = len(source_lines(text))
-    symbols = extract_symbols(path, text, language)
+    symbols = compact_symbols(path, text, language)
     out = [f"{s.line}: {'  ' * s.depth}{s.signature}" for s in symbols]
     if not out:
         out.append("(no declarations found)")
     shown = len({s.line for s in symbols})
     omitted = n - shown
-    how = "tree-sitter" if uses_tree_sitter(language) else "pattern match"
-    note = f"{len(symbols)} declarations ({how}) · {omitted} lines of bodies and other code not shown"
+    how = "" if uses_tree_sitter(language) else " (pattern match)"
+    note = f"{len(symbols)} declarations{how} · {omitted} lines not shown"
     out.append(footer("signatures", n, note))
     return Rendered(mode="signatures", path=path, language=language, text="\n".join(out), line_count=n,
                     shown_lines=shown, omitted_lines=omitted, omitted=note)

@@ -1,0 +1,74 @@
+"""``lean-ctx read PATH...``: read files compressed, as an agent would through ctx_read."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Optional
+
+import typer
+
+from .app import State, state
+from .render import emit_json
+
+_MODE_HELP = ("full, map, signatures, lines:N-M[,A-B], diff, aggressive, entropy, task (with --task) or auto "
+              "(picked from size, type and --intent).")
+
+
+def _path(st: State, p: str) -> str:
+    """A relative path that exists from the working directory is made absolute (the operation
+    makes it relative to the project root again); anything else is taken relative to the root."""
+    if p and not os.path.isabs(p) and os.path.lexists(p):
+        cwd = os.getcwd()
+        if os.path.normpath(cwd) != os.path.normpath(st.project_root()):
+            return os.path.join(cwd, p)
+    return p
+
+
+def read_cmd(
+    ctx: typer.Context,
+    paths: list[str] = typer.Argument(
+        ..., help="Files to read (relative to the working directory or the project root)."
+    ),
+    mode: str = typer.Option("auto", "--mode", "-m", help=_MODE_HELP),
+    fresh: bool = typer.Option(False, "--fresh", help="Send the content even if this conversation already has it."),
+    task: Optional[str] = typer.Option(None, "--task", help="What you are doing (task mode keeps the relevant lines)."),
+    intent: Optional[str] = typer.Option(None, "--intent", help="Why you read (auto mode uses it to pick a mode)."),
+    session: Optional[str] = typer.Option(
+        None, "--session", help="Conversation id (default $LEAN_CTX_SESSION_ID; without one, never a stub)."
+    ),
+    raw: bool = typer.Option(False, "--raw", help="Send secrets unredacted (never cached, archived or logged)."),
+    max_tokens: Optional[int] = typer.Option(
+        None, "--max-tokens", help="Cap on the tokens of the whole answer (default 20000, $LEAN_CTX_READ_MAX_TOKENS)."
+    ),
+    json_: bool = typer.Option(False, "--json", help="Print one JSON object per file."),
+) -> None:
+    """Read files compressed: mode, line count and tokens sent are stated; unchanged re-reads in
+    the same conversation get a short stub; past the cap the rest is archived."""
+    from ...identity import agent_identity, session_identity
+    from ...ops.read import read_files
+
+    st = state(ctx)
+    lc = st.open()
+    answers = read_files(
+        lc,
+        [_path(st, p) for p in paths],
+        mode=mode,
+        fresh=fresh,
+        task=task,
+        intent=intent,
+        raw=raw,
+        actor=agent_identity(),
+        session_id=session or session_identity(),
+        project=st.project_root(),
+        cap_tokens=max_tokens,
+    )
+    if st.want_json(json_):
+        for a in answers:
+            emit_json(a)
+        return
+    sys.stdout.write("\n\n".join(a.text for a in answers) + "\n")
+
+
+def attach(app: typer.Typer) -> None:
+    app.command("read")(read_cmd)

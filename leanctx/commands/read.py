@@ -1,0 +1,368 @@
+"""``read.record``: decide what each file read sends, and record it.
+
+The operation (``leanctx.ops.read``) has already read, hashed, redacted and rendered every
+file outside the write transaction; this handler runs inside it and decides, exactly:
+
+- **stub or content.** The ~13-token stub (``F3=src/app.py [unchanged 120 lines · fresh=true
+  to re-read]``) goes only to the conversation (agent id + session id, both set) whose
+  ``deliveries`` row for (path, mode) holds this very content hash; never with ``fresh`` or
+  ``raw``, never for a mode whose options are not in the key (``task``), never to another agent
+  or session, never without a session. ``diff`` compares with the conversation's latest
+  delivery of the path (any mode): if that moved since the operation looked, the full
+  content is sent instead; if it is this very content, the stub is sent.
+- **refs.** ``F1``..``Fn`` per session: the path's existing ref, else the next free number.
+- **the cap.** Answers are capped together at ``cap_tokens`` (default 20,000, well under the
+  25,000 clients accept): past it the rest of a view is left out, the whole view is in an
+  archive (written by the operation beforehand, redacted), and the answer says how many lines
+  were sent and where the rest is (``archive.created``).
+- **scent and budget.** Another agent's active claim is noted inline (``[scent: claimed by
+  cursor-dev-1, 4m ago]``); every read deposits HOT on the file; ``enforce_budget`` refuses the
+  whole call with ``BUDGET_EXCEEDED`` at 100 %; the tokens sent are consumed and at >= 80 % the
+  budget's warning line is added to the last answer.
+
+Every answer states its mode, line count and the tokens sent (``sent_tokens`` = the tokenizer
+count of exactly the text returned, stub included).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import msgspec
+
+from ..archive import ArchiveStore
+from ..context import secrets as _secrets
+from ..errors import InvalidInput
+from ..events.kinds.context import ArchiveCreated, FileRead
+from ..projections.budgets import make_state
+from ..projections.deliveries import last_delivery, latest_delivery, next_ref_number, ref_for
+from .budgets import consume, enforce_budget
+from .bus import Command, CommandContext, handles
+from .scent import claim_note, emit_deposit
+
+__all__ = [
+    "DEFAULT_CAP_TOKENS",
+    "MAX_CAP_TOKENS",
+    "MAX_PATHS",
+    "MIN_CAP_TOKENS",
+    "NOTICE_RESERVE",
+    "ArchiveInfo",
+    "ReadAnswer",
+    "ReadFile",
+    "ReadView",
+    "RecordRead",
+    "redact_keeping_lines",
+    "stub_eligible",
+    "stub_text",
+]
+
+DEFAULT_ENCODING = "o200k_base"  # = leanctx.context.tokens.DEFAULT_ENCODING (not imported: the CLI starts light)
+DEFAULT_CAP_TOKENS = 20_000
+MAX_CAP_TOKENS = 24_000  # clients reject tool results past 25,000 tokens; notices need a margin
+MIN_CAP_TOKENS = 200
+MAX_PATHS = 32
+NOTICE_RESERVE = 100  # tokens kept back per later path, so its notice still fits under the cap
+_STUB_MODES = frozenset({"full", "map", "signatures", "aggressive", "entropy"})
+_LINES_KEY = re.compile(r"^lines:\d+-\d+(?:,\d+-\d+)*$")
+
+
+class ArchiveInfo(msgspec.Struct, frozen=True):
+    """An archived (redacted) view, written by the operation before dispatch."""
+
+    archive_id: str
+    sha256: str
+    bytes: int
+    lines: int
+    tokens: int
+
+
+class ReadView(msgspec.Struct, frozen=True):
+    """One rendering of a file, ready to send."""
+
+    mode: str  # the delivery key: full, map, signatures, aggressive, entropy, lines:1-40, task, diff
+    label: str  # how the header names it (``auto→signatures``, ``diff vs F3@1a2b3c4d``)
+    body: str
+    tokens: int  # of ``body``
+    cum: list[int] | None = None  # cumulative tokens per body line (set when the view may be capped)
+    archive: ArchiveInfo | None = None  # the view, archived (set when it may be capped)
+    diff_base: str | None = None  # ``diff``: the content hash it compares with
+    notes: list[str] = []  # lines added after the body (why a diff became full content, ...)
+    reason: str | None = None  # why ``auto`` chose this mode
+    detail: str | None = None  # what the view leaves out (the mode's footer note), for the header
+
+
+class ReadFile(msgspec.Struct, frozen=True):
+    path: str  # project-relative, normalized
+    content_hash: str  # sha256 of the file's bytes
+    lines: int
+    raw_tokens: int  # the whole (redacted) file, as a plain read would have sent it
+    redactions: int
+    requested_mode: str
+    view: ReadView
+    alt: ReadView | None = None  # the full content, when ``view`` is a diff whose base may move
+
+
+class RecordRead(Command, frozen=True):
+    name = "read.record"
+    files: list[ReadFile]
+    fresh: bool = False
+    raw: bool = False
+    cap_tokens: int = DEFAULT_CAP_TOKENS
+    encoding: str = DEFAULT_ENCODING
+    archive_root: str | None = None  # where the operation archived capped views
+
+
+class ReadAnswer(msgspec.Struct, frozen=True):
+    """What one path of a read sent."""
+
+    path: str
+    text: str  # exactly what the agent receives for this path
+    mode: str
+    requested_mode: str
+    lines: int
+    sent_tokens: int
+    raw_tokens: int
+    content_hash: str
+    ref: str | None = None
+    stub: bool = False
+    fresh: bool = False
+    capped: bool = False
+    archive_id: str | None = None
+    redactions: int = 0
+    scent: str | None = None
+    budget_warning: str | None = None
+    reason: str | None = None
+
+
+def redact_keeping_lines(text: str) -> tuple[str, int]:
+    """``redact(text)``, except that a private key block keeps its line count (its marker is
+    followed by as many newlines as the block had), so line numbers still match the file.
+    Returns (text, number of redactions)."""
+    count = 0
+    if "PRIVATE KEY" in text:
+        pat = _secrets._PATTERNS[0][1]  # the private key block pattern
+
+        def block(m: re.Match[str]) -> str:
+            nonlocal count
+            count += 1
+            return _secrets.REDACTED.format(kind="private_key") + "\n" * m.group(0).count("\n")
+
+        text = pat.sub(block, text)
+    r = _secrets.redact(text)
+    return r.text, count + r.count
+
+
+def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:
+    """The tokenizer count (imported on first use: importing commands must not load tiktoken)."""
+    from ..context.tokens import count_tokens as count
+
+    return count(text, encoding)
+
+
+def stub_eligible(mode: str) -> bool:
+    """Modes whose key says everything about the rendering (``task`` depends on its text)."""
+    return mode in _STUB_MODES or bool(_LINES_KEY.match(mode))
+
+
+def stub_text(head: str, lines: int) -> str:
+    return f"{head} [unchanged {lines} lines · fresh=true to re-read]"
+
+
+def _with_count(make: Callable[[int], str], rest: str, encoding: str) -> tuple[str, int]:
+    """``make(n) + rest`` where ``n`` is the token count of the whole text (a fixed point)."""
+    r = count_tokens(rest, encoding)
+    n = r + count_tokens(make(r + 20), encoding)  # usually exact: one more count confirms it
+    text = ""
+    for _ in range(6):
+        text = make(n) + rest
+        m = count_tokens(text, encoding)
+        if m == n:
+            return text, n
+        n = m
+    return text, count_tokens(text, encoding)
+
+
+def _header(head: str, label: str, lines: int, extras: list[str]) -> Callable[[int], str]:
+    def make(n: int) -> str:
+        parts = [label, f"{lines} lines", f"{n:,} tokens", *extras]
+        return f"{head} [{' · '.join(parts)}]"
+
+    return make
+
+
+def _cut(cum: list[int], budget: int) -> int:
+    """How many body lines fit in ``budget`` tokens (``cum[i]`` = tokens of lines 0..i)."""
+    lo, hi = 0, len(cum)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if cum[mid - 1] <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+class _Answer(msgspec.Struct):
+    f: ReadFile
+    view: ReadView
+    text: str
+    tokens: int
+    ref: str | None
+    stub: bool
+    capped: bool
+    archive: ArchiveInfo | None
+    scent: str | None
+    warning: str | None = None
+
+
+def _compose(cmd: RecordRead, f: ReadFile, view: ReadView, head: str, scent: str | None,
+             remaining: int, archives: ArchiveStore | None) -> tuple[str, int, bool, ArchiveInfo | None]:
+    enc = cmd.encoding
+    extras: list[str] = [view.detail] if view.detail else []
+    if cmd.raw:
+        extras.append("raw")
+    elif f.redactions:
+        extras.append(f"{f.redactions} secret{'s' if f.redactions != 1 else ''} redacted")
+    tail = [*view.notes, *([scent] if scent else [])]
+    body = view.body.removesuffix("\n")
+    rest = "\n" + body if body else ""
+    if tail:
+        rest += "\n" + "\n".join(tail)
+    text, n = _with_count(_header(head, view.label, f.lines, extras), rest, enc)
+    if n <= remaining:
+        return text, n, False, None
+    # past the cap: send the head of the view, the whole view is in the archive
+    info = view.archive
+    if info is None:  # the operation did not foresee it (cannot happen with its conservative pass)
+        if archives is None:
+            raise InvalidInput("READ_CAP_NO_ARCHIVE", "the answer is past the cap and no archive is configured")
+        aid, digest, _ = archives.put(redact_keeping_lines(view.body)[0] if cmd.raw else view.body)
+        info = ArchiveInfo(aid, digest, len(view.body.encode("utf-8", "surrogatepass")),
+                           len(body.split("\n")) if body else 0, view.tokens)
+    body_lines = body.split("\n") if body else []
+    cum = view.cum
+    if cum is None or len(cum) != len(body_lines):
+        acc = 0
+        cum = []
+        for ln in body_lines:
+            acc += count_tokens(ln + "\n", enc)
+            cum.append(acc)
+    total = len(body_lines)
+
+    def build(k: int) -> tuple[str, int]:
+        aid = info.archive_id
+        rest_tokens = max(0, view.tokens - (cum[k - 1] if k else 0))
+        if k:
+            notice = (f"[capped at {cmd.cap_tokens:,} tokens: lines 1-{k} of the {total}-line view sent · lines"
+                      f" {k + 1}-{total} (~{rest_tokens:,} tokens) archived as {aid} · lean-ctx expand {aid}"
+                      f" --lines {k + 1}-{total}]")
+        else:
+            notice = (f"[capped at {cmd.cap_tokens:,} tokens: not sent · the {total}-line view"
+                      f" (~{rest_tokens:,} tokens) is archived as {aid} · lean-ctx expand {aid} --lines 1-{total}]")
+        part = "\n".join(body_lines[:k])
+        r = ("\n" + part if part else "") + "\n" + notice
+        if tail:
+            r += "\n" + "\n".join(tail)
+        return _with_count(_header(head, view.label, f.lines, [*extras, "capped"]), r, enc)
+
+    overhead = count_tokens(build(0)[0], enc)
+    k = _cut(cum, max(0, remaining - overhead))
+    text, n = build(k)
+    while n > remaining and k > 0:  # the estimate was short: step back
+        k = _cut(cum, max(0, (cum[k - 1] if k else 0) - (n - remaining) - 1))
+        text, n = build(k)
+    return text, n, True, info
+
+
+@handles(RecordRead, emits=("file.read", "archive.created", "scent.deposited", "budget.consumed"),
+         result=list[ReadAnswer])
+def record(ctx: CommandContext, cmd: RecordRead) -> list[ReadAnswer]:
+    if not (MIN_CAP_TOKENS <= cmd.cap_tokens <= MAX_CAP_TOKENS):
+        raise InvalidInput(
+            "READ_INVALID_CAP",
+            f"the answer cap must be between {MIN_CAP_TOKENS} and {MAX_CAP_TOKENS:,} tokens, not {cmd.cap_tokens}",
+        )
+    if not cmd.files:
+        raise InvalidInput("READ_NO_PATHS", "name at least one file to read")
+    budget = enforce_budget(ctx)
+    conn = ctx.conn
+    agent, session, project = ctx.actor, ctx.session_id, ctx.project
+    conv = bool(agent and session)
+    archives = ArchiveStore(cmd.archive_root) if cmd.archive_root else None
+    next_ref = next_ref_number(conn, session, project=project) if session else 0
+    given: dict[str, str] = {}
+    if len(cmd.files) > MAX_PATHS:
+        raise InvalidInput("READ_TOO_MANY_PATHS", f"read at most {MAX_PATHS} files per call, not {len(cmd.files)}")
+    remaining = cmd.cap_tokens
+    done: list[_Answer] = []
+    for i, f in enumerate(cmd.files):
+        allowed = max(0, remaining - NOTICE_RESERVE * (len(cmd.files) - i - 1))
+        ref = given.get(f.path) or ref_for(conn, session, f.path, project=project)
+        if ref is None and session:
+            ref = f"F{next_ref}"
+            next_ref += 1
+        if ref is not None:
+            given[f.path] = ref
+        head = f"{ref}={f.path}" if ref else f.path
+        view = f.view
+        stub = False
+        if view.diff_base is not None:
+            latest = latest_delivery(conn, agent, session, f.path, project=project)
+            moved = latest is None or latest.content_hash != view.diff_base
+            if moved or (cmd.fresh and view.diff_base == f.content_hash) or cmd.raw:
+                if f.alt is None:
+                    raise InvalidInput("READ_NO_FALLBACK", "a diff view needs its full-content fallback")
+                view = f.alt
+            elif view.diff_base == f.content_hash:
+                stub = conv
+        elif conv and not cmd.fresh and not cmd.raw and stub_eligible(view.mode):
+            last = last_delivery(conn, agent, session, f.path, view.mode, project=project)
+            stub = last is not None and last.content_hash == f.content_hash
+        scent = claim_note(ctx, f.path)
+        if stub:
+            text = stub_text(head, f.lines) + (f"\n{scent}" if scent else "")
+            n = count_tokens(text, cmd.encoding)
+            done.append(_Answer(f, view, text, n, ref, True, False, None, scent))
+        else:
+            text, n, capped, info = _compose(cmd, f, view, head, scent, allowed, archives)
+            done.append(_Answer(f, view, text, n, ref, False, capped, info, scent))
+        remaining = max(0, remaining - n)
+
+    total = sum(a.tokens for a in done)
+    if agent and budget.limit:
+        after = make_state(agent, budget.limit, budget.used + total)
+        if after.warning_line:
+            final = done[-1]
+            final.text = f"{final.text}\n[{after.warning_line}]"
+            new = count_tokens(final.text, cmd.encoding)
+            total += new - final.tokens
+            final.tokens = new
+            final.warning = after.warning_line
+
+    out: list[ReadAnswer] = []
+    for a in done:
+        f = a.f
+        ctx.emit(
+            f"file:{f.content_hash}",
+            FileRead(path=f.path, mode=a.view.mode, requested_mode=f.requested_mode, content_hash=f.content_hash,
+                     lines=f.lines, raw_tokens=f.raw_tokens, sent_tokens=a.tokens, stub=a.stub, fresh=cmd.fresh,
+                     ref=a.ref, archive_id=a.archive.archive_id if a.archive else None, redactions=f.redactions,
+                     session_id=session, encoding=cmd.encoding),
+        )
+        if a.archive is not None:
+            ai = a.archive
+            ctx.emit(f"archive:{ai.archive_id}", ArchiveCreated(archive_id=ai.archive_id, source="read",
+                                                                sha256=ai.sha256, bytes=ai.bytes, lines=ai.lines,
+                                                                tokens=ai.tokens))
+        if agent:
+            emit_deposit(ctx, f.path, "HOT")
+        out.append(ReadAnswer(
+            path=f.path, text=a.text, mode=a.view.mode, requested_mode=f.requested_mode, lines=f.lines,
+            sent_tokens=a.tokens, raw_tokens=f.raw_tokens, content_hash=f.content_hash, ref=a.ref, stub=a.stub,
+            fresh=cmd.fresh, capped=a.capped, archive_id=a.archive.archive_id if a.archive else None,
+            redactions=f.redactions, scent=a.scent, budget_warning=a.warning, reason=a.view.reason,
+        ))
+    if agent:
+        consume(ctx, agent, total, "ctx_read")
+    return out

@@ -1,0 +1,459 @@
+"""``ctx_read``: read files for an agent, compressed, cached, never losing data.
+
+``read_files(lc, paths, mode=..., actor=..., session_id=..., project=...)`` does the slow part
+outside the log's write transaction, then dispatches ``read.record`` (``leanctx.commands.read``),
+which decides stub vs content, the refs, the cap, scent and budget inside it.
+
+For each path, outside the transaction:
+
+1. **jail**: the path is normalized inside the project root (``leanctx.paths``): ``..`` that
+   climbs out, absolute paths outside, symlinks resolving outside are refused
+   (``READ_PATH_OUTSIDE_PROJECT``); malformed paths too (``READ_PATH_INVALID``). The file is then
+   opened without following a final symlink and checked to be the file the jail approved.
+2. **secret files** (``.env``, ``id_rsa``, ``*.pem``, ...; ``is_secret_path`` on the name asked
+   for and on the real name) are refused with ``READ_SECRET_FILE`` unless
+   ``$LEAN_CTX_ALLOW_SECRET_FILES=1``.
+3. **content**: the bytes are read and hashed (sha256) on every read: the hash, not mtime and
+   size, says whether a file changed (a same-size edit with its mtime put back is a new hash,
+   a ``touch`` is not). The stat (mtime, size, inode) is recorded beside the hash
+   (``cache_files``) but never trusted instead of it; everything derived (redacted blob, views,
+   token counts) is looked up by the hash, so an unchanged file costs one read and one sha256.
+4. **redaction**: secrets are replaced (``leanctx.context.secrets.redact``; private key blocks
+   keep their line count so line numbers still match the file) before anything is cached,
+   archived or appended; the agent receives the redacted text unless it asked for ``raw``.
+5. **view**: the read mode's rendering of the redacted text, through the view cache
+   (``leanctx.cache.views``, keyed by content hash, mode and options, shared by every agent of
+   the project). ``raw`` views are rendered from the real text and never cached.
+6. **the cap**: views that may not fit under the answer cap are archived (redacted) beforehand,
+   so that the handler can send their head and point at the rest.
+
+``diff`` renders against the redacted text of the version this conversation last received
+(its content hash from the ``deliveries`` projection, its text from the cache); without one,
+the answer says so and sends the full content.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import re
+import stat as stat_mod
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+from ..archive import ArchiveStore
+from ..cache.views import Blob, FileStat, View, ViewCache, options_key, views_for
+from ..commands.read import (
+    DEFAULT_CAP_TOKENS,
+    MAX_CAP_TOKENS,
+    MAX_PATHS,
+    MIN_CAP_TOKENS,
+    NOTICE_RESERVE,
+    ArchiveInfo,
+    ReadAnswer,
+    ReadFile,
+    ReadView,
+    RecordRead,
+    redact_keeping_lines,
+)
+from ..context import secrets as _secrets
+from ..context.errors import ContextError
+from ..context.modes import parse_ranges, source_lines
+from ..context.modes import read as render
+from ..context.tokens import DEFAULT_ENCODING, count_tokens, get_encoding
+from ..errors import CommandError, InvalidInput, NotFound
+from ..paths import PathRefused, normalize, workspace_root
+from ..projections.deliveries import latest_delivery
+
+__all__ = ["ReadAnswer", "read_files", "redact_keeping_lines"]
+
+MAX_FILE_BYTES = 8 * 1024 * 1024
+ALLOW_SECRETS_ENV = "LEAN_CTX_ALLOW_SECRET_FILES"
+CAP_ENV = "LEAN_CTX_READ_MAX_TOKENS"
+_MODE_NAMES = ("full", "map", "signatures", "lines", "diff", "aggressive", "entropy", "task", "auto")
+
+
+def _cap_from_env() -> int:
+    raw = os.environ.get(CAP_ENV)
+    if not raw:
+        return DEFAULT_CAP_TOKENS
+    try:
+        return int(raw)
+    except ValueError:
+        raise InvalidInput("READ_INVALID_CAP", f"${CAP_ENV} must be a whole number of tokens, not {raw!r}") from None
+
+
+def _secrets_allowed() -> bool:
+    return os.environ.get(ALLOW_SECRETS_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def _normalize_mode(mode: str) -> tuple[str, str]:
+    """(mode name, argument), lower-cased name, checked against the known modes."""
+    if not isinstance(mode, str) or not mode.strip():
+        raise InvalidInput("READ_INVALID_MODE", f"name a read mode: one of {', '.join(_MODE_NAMES)}")
+    name, colon, arg = mode.strip().partition(":")
+    name, arg = name.strip().lower(), arg.strip()
+    if name not in _MODE_NAMES:
+        raise InvalidInput("READ_INVALID_MODE",
+                           f"unknown read mode {mode!r}; use one of {', '.join(_MODE_NAMES)} (lines as lines:N-M)")
+    if name == "lines" and not arg:
+        raise InvalidInput("READ_INVALID_MODE", "lines mode needs ranges: use lines:N-M or lines:N-M,A-B")
+    if colon and name != "lines":
+        raise InvalidInput("READ_INVALID_MODE",
+                           f"mode {name!r} takes no argument; use {name} alone, or lines:N-M for line ranges")
+    return name, arg
+
+
+def _context_error(exc: ContextError) -> InvalidInput:
+    return InvalidInput(exc.code, exc.message)
+
+
+# --- reading one file ------------------------------------------------------------------
+
+
+class _Loaded:
+    __slots__ = ("data", "rel", "sha", "stat")
+
+    def __init__(self, rel: str, data: bytes, sha: str, st: FileStat) -> None:
+        self.rel, self.data, self.sha, self.stat = rel, data, sha, st
+
+
+def _load(raw_path: str, root: str) -> _Loaded:
+    if isinstance(raw_path, str) and raw_path.strip() in (".", "./"):
+        raise InvalidInput("READ_IS_DIRECTORY", "the project root is a directory; name a file inside it")
+    try:
+        wp = normalize(raw_path, root, invalid_code="READ_PATH_INVALID", outside_code="READ_PATH_OUTSIDE_PROJECT")
+    except PathRefused as exc:
+        raise InvalidInput(exc.code, exc.message.replace("workspace", "project"), **exc.details) from None
+    rel = wp.path
+    if not _secrets_allowed() and (_secrets.is_secret_path(rel) or _secrets.is_secret_path(str(raw_path))):
+        raise CommandError(
+            "READ_SECRET_FILE",
+            f"{rel} is a well-known secret file and is not read (its content would reach the agent); set"
+            f" ${ALLOW_SECRETS_ENV}=1 to allow reading such files",
+            path=rel,
+        )
+    full = os.path.join(root, rel)
+    try:
+        fd = os.open(full, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise NotFound("READ_NOT_FOUND", f"no file {rel} in the project; check the path (relative to "
+                       f"{root})", path=rel) from None
+    except IsADirectoryError:
+        raise InvalidInput("READ_IS_DIRECTORY", f"{rel} is a directory; name a file inside it", path=rel) from None
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EMLINK):  # the last component became a symlink after the jail check
+            raise InvalidInput("READ_PATH_OUTSIDE_PROJECT", f"{rel} changed into a symlink while being read; "
+                               "read it again", path=rel) from None
+        raise InvalidInput("READ_UNREADABLE", f"cannot open {rel}: {exc.strerror}", path=rel) from None
+    try:
+        st = os.fstat(fd)
+        if stat_mod.S_ISDIR(st.st_mode):
+            raise InvalidInput("READ_IS_DIRECTORY", f"{rel} is a directory; name a file inside it", path=rel)
+        if not stat_mod.S_ISREG(st.st_mode):
+            raise InvalidInput("READ_NOT_A_FILE", f"{rel} is not a regular file (a device, pipe or socket)",
+                               path=rel)
+        real = os.path.realpath(full)
+        if not real.startswith(root.rstrip(os.sep) + os.sep):
+            raise InvalidInput("READ_PATH_OUTSIDE_PROJECT", f"{rel} moved outside the project while being read",
+                               path=rel)
+        if st.st_size > MAX_FILE_BYTES:
+            raise InvalidInput(
+                "READ_FILE_TOO_LARGE",
+                f"{rel} is {st.st_size:,} bytes; lean-ctx reads files up to {MAX_FILE_BYTES:,} bytes (use search, or"
+                " lines:N-M on a smaller file)", path=rel,
+            )
+        chunks = []
+        left = MAX_FILE_BYTES + 1
+        while left > 0:
+            b = os.read(fd, min(left, 1 << 20))
+            if not b:
+                break
+            chunks.append(b)
+            left -= len(b)
+        data = b"".join(chunks)
+        if len(data) > MAX_FILE_BYTES:
+            raise InvalidInput("READ_FILE_TOO_LARGE", f"{rel} grew past {MAX_FILE_BYTES:,} bytes while being read",
+                               path=rel)
+    finally:
+        os.close(fd)
+    if b"\x00" in data[:8192]:
+        raise InvalidInput("READ_BINARY_FILE", f"{rel} is a binary file; lean-ctx reads text files", path=rel)
+    sha = hashlib.sha256(data).hexdigest()
+    return _Loaded(rel, data, sha, FileStat(st.st_mtime_ns, st.st_size, st.st_ino, sha))
+
+
+def _decode(data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("utf-8", errors="replace")
+
+
+def _blob(cache: ViewCache, f: _Loaded, encoding: str) -> tuple[Blob, str]:
+    """The redacted blob of a file (cached by content hash) and its decoded real text."""
+    text = _decode(f.data)
+    blob = cache.get_blob(f.sha, encoding)
+    if blob is None:
+        redacted, n = redact_keeping_lines(text)
+        blob = Blob(f.sha, redacted, n, len(source_lines(redacted)), count_tokens(redacted, encoding), encoding)
+        cache.put_blob(blob)
+    return blob, text
+
+
+# --- views -----------------------------------------------------------------------------
+
+
+def _key(resolved: str, arg: str, line_count: int) -> str:
+    if resolved == "lines":
+        return "lines:" + ",".join(f"{s}-{e}" for s, e in parse_ranges(arg, line_count))
+    return resolved
+
+
+def _render(path: str, text: str, mode: str, encoding: str, *, task: str | None, intent: str | None,
+            old: str | None) -> View:
+    try:
+        r = render(path, text, mode, task=task, old_text=old, intent=intent)
+    except ContextError as exc:
+        raise _context_error(exc) from None
+    return View(r.mode, r.text, r.line_count, r.shown_lines, r.omitted_lines, r.omitted, r.reason,
+                count_tokens(r.text, encoding))
+
+
+def _view(cache: ViewCache | None, sha: str, path: str, text: str, mode: str, encoding: str, *,
+          task: str | None = None, intent: str | None = None, old_hash: str | None = None,
+          old: str | None = None) -> View:
+    name = mode.partition(":")[0]
+    opts = options_key(
+        task=task if name in ("task", "auto") else None,
+        intent=intent if name == "auto" else None,
+        old=old_hash if name in ("diff", "auto") else None,
+        encoding=encoding,
+    )
+    if cache is not None:
+        hit = cache.get_view(sha, mode, opts)
+        if hit is not None:
+            cache.touch_view(sha, mode, opts)
+            return hit
+    v = _render(path, text, mode, encoding, task=task if name in ("task", "auto") else None,
+                intent=intent if name == "auto" else None, old=old if name in ("diff", "auto") else None)
+    if cache is not None:
+        cache.put_view(sha, mode, opts, v)
+    return v
+
+
+_FOOTER = re.compile(r"^\[[^\]\n]*? · \d+ lines(?: · (?P<note>.*))?\]$")
+
+
+def _read_view(v: View, key: str, label: str, encoding: str, *, diff_base: str | None = None,
+               notes: list[str] | None = None) -> ReadView:
+    """A sendable view. The mode's footer line (``[signatures · 120 lines · ...]``) moves into
+    the answer's header, which states the mode and line count anyway."""
+    body, tokens, detail = v.text, v.tokens, None
+    if v.mode != "full":
+        head, _, last = body.rpartition("\n")
+        m = _FOOTER.match(last)
+        if m:
+            body, detail = head, m.group("note")
+            tokens = count_tokens(body, encoding)
+    return ReadView(mode=key, label=label, body=body, tokens=tokens, diff_base=diff_base, notes=notes or [],
+                    reason=v.reason, detail=detail)
+
+
+def _prepare(cache: ViewCache, f: _Loaded, *, mode: str, task: str | None, intent: str | None, raw: bool,
+             encoding: str, latest_hash: str | None, conv: bool) -> tuple[ReadFile, View, View | None]:
+    """The file's candidate answer(s) and the redacted views behind them (for archiving)."""
+    blob, real = _blob(cache, f, encoding)
+    name, arg = _normalize_mode(mode)
+    requested = name if not arg else f"{name}:{arg}"
+    body_text = real if raw else blob.text
+    vcache = None if raw else cache
+    rel = f.rel
+
+    def view_of(m: str, **kw: Any) -> View:
+        return _view(vcache, f.sha, rel, body_text, m, encoding, **kw)
+
+    def redacted_of(m: str, **kw: Any) -> View:
+        return _view(cache, f.sha, rel, blob.text, m, encoding, **kw)
+
+    def mk(v: View, key: str, label: str, **kw: Any) -> ReadView:
+        return _read_view(v, key, label, encoding, **kw)
+
+    old_text = None
+    if latest_hash is not None and latest_hash != f.sha and name in ("diff", "auto") and not raw:
+        old_text = cache.blob_text(latest_hash)
+    alt: ReadView | None = None
+    alt_red: View | None = None
+    if name == "diff":
+        full = view_of("full")
+        alt_red = redacted_of("full") if raw else full
+        alt = mk(full, "full", "full")
+        if raw:
+            note = "raw content: diff needs the earlier raw text, which lean-ctx never keeps; full content sent"
+            return _file(f, blob, requested, mk(full, "full", "full", notes=[f"[{note}]"])), alt_red, None
+        if not conv or latest_hash is None:
+            why = ("this read has no conversation (agent and session id)" if not conv
+                   else "this conversation has not received this file before")
+            rv = mk(full, "full", "full", notes=[f"[diff: {why}; full content sent]"])
+            return _file(f, blob, requested, rv), full, None
+        if latest_hash == f.sha:  # unchanged since the last delivery: the handler sends the stub
+            v = redacted_of("diff", old_hash=f.sha, old=blob.text)
+            rv = mk(v, "diff", f"diff vs {f.sha[:8]}", diff_base=f.sha)
+            return _file(f, blob, requested, rv, alt), v, alt_red
+        if old_text is None:
+            gone = (f"[diff: the version this conversation received ({latest_hash[:8]}) is no longer cached;"
+                    " full content sent]")
+            rv = mk(full, "full", "full", notes=[gone])
+            return _file(f, blob, requested, rv), full, None
+        v = redacted_of("diff", old_hash=latest_hash, old=old_text)
+        rv = mk(v, "diff", f"diff vs {latest_hash[:8]}", diff_base=latest_hash)
+        return _file(f, blob, requested, rv, alt), v, alt_red
+    if name == "auto":
+        v = view_of("auto", task=task, intent=intent, old_hash=latest_hash if old_text is not None else None,
+                    old=old_text)
+        red = redacted_of("auto", task=task, intent=intent,
+                          old_hash=latest_hash if old_text is not None else None, old=old_text) if raw else v
+        label = f"auto→{v.mode}"
+        if v.mode == "diff":
+            full = view_of("full")
+            alt = mk(full, "full", label.replace("diff", "full"))
+            rv = mk(v, "diff", f"auto→diff vs {latest_hash[:8] if latest_hash else ''}", diff_base=latest_hash)
+            return _file(f, blob, requested, rv, alt), red, full
+        return _file(f, blob, requested, mk(v, v.mode, label)), red, None
+    m = name if name != "lines" else f"lines:{arg}"
+    v = view_of(m, task=task)
+    red = redacted_of(m, task=task) if raw else v
+    key = _key(v.mode, arg, blob.lines)
+    label = key if name != "task" else "task"
+    return _file(f, blob, requested, mk(v, key, label)), red, None
+
+
+def _file(f: _Loaded, blob: Blob, requested: str, view: ReadView, alt: ReadView | None = None) -> ReadFile:
+    return ReadFile(path=f.rel, content_hash=f.sha, lines=blob.lines, raw_tokens=blob.tokens,
+                    redactions=blob.redactions, requested_mode=requested, view=view, alt=alt)
+
+
+# --- the cap -------------------------------------------------------------------------
+
+
+def _cumulative(body: str, encoding: str) -> list[int]:
+    b = body.removesuffix("\n")
+    if not b:
+        return []
+    lines = [ln + "\n" for ln in b.split("\n")]
+    counts = get_encoding(encoding).encode_ordinary_batch(lines)
+    out: list[int] = []
+    acc = 0
+    for c in counts:
+        acc += len(c)
+        out.append(acc)
+    return out
+
+
+def _archive(store: ArchiveStore, v: View, encoding: str) -> ArchiveInfo:
+    aid, digest, _ = store.put(v.text)
+    body = v.text.removesuffix("\n")
+    return ArchiveInfo(aid, digest, len(v.text.encode("utf-8", "surrogatepass")),
+                       len(body.split("\n")) if body else 0, v.tokens)
+
+
+def _fit(view: ReadView, red_view: View | None, need: int, allowed: int, encoding: str,
+         store: ArchiveStore) -> ReadView:
+    if need <= allowed or red_view is None:
+        return view
+    return msgspec.structs.replace(view, cum=_cumulative(view.body, encoding),
+                                   archive=_archive(store, red_view, encoding))
+
+
+def _foresee_cap(files: list[ReadFile], redacted: list[tuple[View, View | None]], cap: int, encoding: str,
+                 store: ArchiveStore) -> list[ReadFile]:
+    """Archive every view that might not fit, assuming every answer is content (stubs only
+    leave more room, so the handler never caps a view that was not archived here)."""
+    remaining = cap
+    out: list[ReadFile] = []
+    for i, (f, (red, alt_red)) in enumerate(zip(files, redacted, strict=True)):
+        allowed = max(0, remaining - NOTICE_RESERVE * (len(files) - i - 1))
+        margin = 64 + len(f.path) + sum(len(n) for n in f.view.notes) // 2
+        need = f.view.tokens + margin
+        view = _fit(f.view, red, need, allowed, encoding, store)
+        alt = None
+        if f.alt is not None:
+            alt_need = f.alt.tokens + margin
+            alt = _fit(f.alt, alt_red, alt_need, allowed, encoding, store)
+            need = max(need, alt_need)
+        out.append(msgspec.structs.replace(f, view=view, alt=alt))
+        remaining = max(0, remaining - min(need, allowed))
+    return out
+
+
+# --- the operation ---------------------------------------------------------------------
+
+
+def read_files(
+    lc: Any,
+    paths: Sequence[str],
+    *,
+    mode: str = "auto",
+    fresh: bool = False,
+    task: str | None = None,
+    intent: str | None = None,
+    raw: bool = False,
+    actor: str | None,
+    session_id: str | None,
+    project: str,
+    now: float | None = None,
+    cap_tokens: int | None = None,
+    encoding: str = DEFAULT_ENCODING,
+) -> list[ReadAnswer]:
+    """Read ``paths`` (relative to ``project``, or absolute inside it) in ``mode``; returns one
+    answer per distinct path, in order. Refusals raise ``LeanCtxError`` subclasses with stable
+    codes (``READ_PATH_OUTSIDE_PROJECT``, ``READ_SECRET_FILE``, ``READ_NOT_FOUND``,
+    ``READ_INVALID_MODE``, ``BUDGET_EXCEEDED``, ...); nothing is recorded for a refused path
+    check, and a refused decision (budget) is recorded as a failed ``read.record`` call."""
+    if isinstance(paths, str):
+        paths = [paths]
+    if not paths:
+        raise InvalidInput("READ_NO_PATHS", "name at least one file to read")
+    if len(paths) > MAX_PATHS:
+        raise InvalidInput("READ_TOO_MANY_PATHS", f"read at most {MAX_PATHS} files per call, not {len(paths)}")
+    _normalize_mode(mode)
+    cap = _cap_from_env() if cap_tokens is None else cap_tokens
+    if isinstance(cap, bool) or not isinstance(cap, int) or not (MIN_CAP_TOKENS <= cap <= MAX_CAP_TOKENS):
+        raise InvalidInput(
+            "READ_INVALID_CAP",
+            f"the answer cap must be between {MIN_CAP_TOKENS} and {MAX_CAP_TOKENS:,} tokens, not {cap}",
+        )
+    try:
+        root = workspace_root(project, invalid_code="READ_INVALID_PROJECT")
+    except PathRefused as exc:
+        raise InvalidInput("READ_INVALID_PROJECT", exc.message) from None
+    if not os.path.isdir(root):
+        raise InvalidInput("READ_INVALID_PROJECT", f"the project root {root} is not a directory")
+    loaded: list[_Loaded] = []
+    seen: set[str] = set()
+    for p in paths:
+        f = _load(p, root)
+        if f.rel not in seen:
+            seen.add(f.rel)
+            loaded.append(f)
+    cache = views_for(lc)
+    conv = bool(actor and session_id)
+    conn = lc.projections.reader("deliveries") if conv else None
+    files: list[ReadFile] = []
+    redacted: list[tuple[View, View | None]] = []
+    for f in loaded:
+        cache.record_stat(f.rel, f.stat)
+        latest = latest_delivery(conn, actor, session_id, f.rel, project=project) if conn is not None else None
+        rf, red, alt_red = _prepare(cache, f, mode=mode, task=task, intent=intent, raw=raw,
+                                    encoding=encoding, latest_hash=latest.content_hash if latest else None, conv=conv)
+        files.append(rf)
+        redacted.append((red, alt_red))
+    store = ArchiveStore.beside(lc.db)
+    files = _foresee_cap(files, redacted, cap, encoding, store)
+    cmd = RecordRead(files=files, fresh=fresh, raw=raw, cap_tokens=cap, encoding=encoding,
+                     archive_root=str(store.root))
+    res = lc.bus.dispatch(cmd, actor=actor, session_id=session_id, project=project, now=now)
+    return list(res.value)

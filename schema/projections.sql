@@ -18,9 +18,18 @@ CREATE TABLE IF NOT EXISTS channel_messages ( channel TEXT NOT NULL, seq INTEGER
 CREATE TABLE IF NOT EXISTS channel_cursors ( agent TEXT NOT NULL, channel TEXT NOT NULL, seq INTEGER NOT NULL, position INTEGER NOT NULL, ts TEXT NOT NULL, PRIMARY KEY (agent, channel) );
 CREATE INDEX IF NOT EXISTS channel_messages_recipient ON channel_messages (channel, recipient, seq);
 
+-- projection deliveries v1 (strong); folds: file.read
+CREATE TABLE IF NOT EXISTS deliveries ( project TEXT NOT NULL, agent TEXT NOT NULL, session TEXT NOT NULL, path TEXT NOT NULL, mode TEXT NOT NULL, content_hash TEXT NOT NULL, position INTEGER NOT NULL, ts TEXT NOT NULL, PRIMARY KEY (project, agent, session, path, mode) );
+CREATE TABLE IF NOT EXISTS delivery_latest ( project TEXT NOT NULL, agent TEXT NOT NULL, session TEXT NOT NULL, path TEXT NOT NULL, mode TEXT NOT NULL, content_hash TEXT NOT NULL, position INTEGER NOT NULL, ts TEXT NOT NULL, PRIMARY KEY (project, agent, session, path) );
+CREATE TABLE IF NOT EXISTS delivery_refs ( project TEXT NOT NULL, session TEXT NOT NULL, path TEXT NOT NULL, ref INTEGER NOT NULL, position INTEGER NOT NULL, PRIMARY KEY (project, session, path) );
+CREATE INDEX IF NOT EXISTS delivery_refs_n ON delivery_refs (project, session, ref);
+
 -- projection diaries v1 (strong); folds: diary.written
 CREATE TABLE IF NOT EXISTS diary_entries ( agent_id TEXT NOT NULL, seq INTEGER NOT NULL, position INTEGER NOT NULL UNIQUE, category TEXT NOT NULL, text TEXT NOT NULL, tags TEXT NOT NULL, paths TEXT NOT NULL, ts TEXT NOT NULL, session_id TEXT, PRIMARY KEY (agent_id, seq) );
 CREATE INDEX IF NOT EXISTS diary_entries_category ON diary_entries (agent_id, category, seq);
+
+-- projection file_versions v1 (strong); folds: file.edited, file.read
+CREATE TABLE IF NOT EXISTS file_versions ( project TEXT NOT NULL, agent TEXT NOT NULL, path TEXT NOT NULL, sha256 TEXT NOT NULL, source TEXT NOT NULL, ts TEXT NOT NULL, position INTEGER NOT NULL, PRIMARY KEY (project, agent, path) );
 
 -- projection ledger v1 (eventual); folds: budget.consumed, tool.called
 CREATE TABLE IF NOT EXISTS ledger ( agent_id TEXT NOT NULL, area TEXT NOT NULL, item TEXT NOT NULL, count INTEGER NOT NULL, errors INTEGER NOT NULL, duration_ms REAL NOT NULL, tokens INTEGER NOT NULL, first_ts TEXT NOT NULL, last_ts TEXT NOT NULL, PRIMARY KEY (agent_id, area, item) );
@@ -29,6 +38,16 @@ CREATE TABLE IF NOT EXISTS ledger ( agent_id TEXT NOT NULL, area TEXT NOT NULL, 
 CREATE TABLE IF NOT EXISTS path_locks ( workspace TEXT NOT NULL, path TEXT NOT NULL, directory INTEGER NOT NULL, owner TEXT NOT NULL, acquired_at TEXT NOT NULL, renewed_at TEXT NOT NULL, lease_seconds REAL NOT NULL, expires_at TEXT NOT NULL, renewals INTEGER NOT NULL, reason TEXT, recovered_from TEXT, recovery_reason TEXT, recovered_at TEXT, position INTEGER NOT NULL, PRIMARY KEY (workspace, path) );
 CREATE INDEX IF NOT EXISTS path_locks_path ON path_locks (path, workspace);
 CREATE INDEX IF NOT EXISTS path_locks_expiry ON path_locks (expires_at);
+
+-- projection savings v1 (eventual); folds: archive.created, archive.expanded, file.edited, file.read, search.ran, shell.ran
+CREATE TABLE IF NOT EXISTS savings_calls ( position INTEGER PRIMARY KEY, ts TEXT NOT NULL, day TEXT NOT NULL, agent TEXT NOT NULL, session TEXT NOT NULL, call_index INTEGER NOT NULL, tool TEXT NOT NULL, kind TEXT NOT NULL, mode TEXT, family TEXT, ext TEXT, path TEXT, raw_tokens INTEGER NOT NULL, baseline_tokens INTEGER NOT NULL, sent_tokens INTEGER NOT NULL, bounced INTEGER NOT NULL DEFAULT 0, wasted_tokens INTEGER NOT NULL DEFAULT 0, expansion INTEGER NOT NULL DEFAULT 0, encoding TEXT );
+CREATE TABLE IF NOT EXISTS savings_conversations ( agent TEXT NOT NULL, session TEXT NOT NULL, calls INTEGER NOT NULL, last_call TEXT NOT NULL, PRIMARY KEY (agent, session) );
+CREATE TABLE IF NOT EXISTS savings_pending ( position INTEGER PRIMARY KEY, agent TEXT NOT NULL, session TEXT NOT NULL, path TEXT NOT NULL, content_hash TEXT NOT NULL, call_index INTEGER NOT NULL );
+CREATE TABLE IF NOT EXISTS savings_bounces ( position INTEGER PRIMARY KEY, full_position INTEGER NOT NULL, ts TEXT NOT NULL, day TEXT NOT NULL, agent TEXT NOT NULL, session TEXT NOT NULL, path TEXT NOT NULL, mode TEXT NOT NULL, calls_between INTEGER NOT NULL, wasted_tokens INTEGER NOT NULL );
+CREATE TABLE IF NOT EXISTS savings_archives ( archive_id TEXT PRIMARY KEY, source TEXT, tool TEXT, mode TEXT, family TEXT, ext TEXT, path TEXT );
+CREATE INDEX IF NOT EXISTS savings_calls_day ON savings_calls (day);
+CREATE INDEX IF NOT EXISTS savings_calls_agent ON savings_calls (agent, day);
+CREATE INDEX IF NOT EXISTS savings_pending_conv ON savings_pending (agent, session, path);
 
 -- projection scent v1 (strong); folds: scent.deposited, scent.released
 CREATE TABLE IF NOT EXISTS scent_marks ( project TEXT NOT NULL, target TEXT NOT NULL, kind TEXT NOT NULL, agent TEXT NOT NULL, intensity REAL NOT NULL, deposited_at TEXT NOT NULL, first_at TEXT NOT NULL, deposits INTEGER NOT NULL, position INTEGER NOT NULL, PRIMARY KEY (project, target, kind, agent) );

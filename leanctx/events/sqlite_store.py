@@ -20,7 +20,7 @@ import apsw
 
 from .. import clock
 from ..errors import ConcurrencyError, InvalidInput, NotFound, StoreError
-from .codec import GENESIS_HASH, canonical_bytes, chain_hash, encode_payload
+from .codec import GENESIS_HASH, canonical_bytes, canonical_row, chain_hash, encode_payload
 from .envelope import ANY, COLUMNS, NO_STREAM, AppendResult, ExpectedVersion, NewEvent, StoredEvent
 from .filter import TopicFilter
 from .fts import quote_query, searchable_text
@@ -147,7 +147,7 @@ class _SqliteTx(WriteTx):
                 keys[i],
             )
             payload = encode_payload(ev)
-            h = chain_hash(prev, canonical_bytes(head, payload))
+            h = chain_hash(prev, canonical_row(head, payload))
             rows.append((*head, payload, prev, h))
             prev = h
         try:

@@ -1,0 +1,364 @@
+"""The MCP server: the tool registry (``leanctx.api.registry``) over MCP, stdio and streamable HTTP.
+
+``build_server(lc, project=...)`` returns an ``MCPServer`` (mcp 2.x) whose tools are the
+registry's rows. It translates only: sessions and identity live in ``mcp_session``, tools in
+the registry, resources and prompts in ``mcp_resources``.
+
+How it plugs into the SDK (public seams only, but one):
+
+- ``initialize`` and ``tools/list`` pass through a server middleware. After the SDK built the
+  ``initialize`` result, the session is opened (its agent registered, ``mcp_session``) and the
+  result's capabilities are fitted to the client: ``tools.listChanged`` when the session lists
+  tools lazily, ``resources`` and ``prompts`` only when the client handles them. ``tools/list``
+  answers with the session's loaded categories.
+- ``call_tool``, ``list_tools``, ``read_resource``, ``list_resources``, ``get_prompt`` and
+  ``list_prompts`` are overridden public methods of ``MCPServer``.
+- Per-connection state sits in the SDK's ``Connection.state`` and its ``exit_stack``
+  deregisters the agent when the connection closes. mcp 2.3 gives handlers the connection
+  only through ``ServerSession._connection`` (the ``Context.connection`` it documents is not
+  built by the runner yet): that one private attribute is read in ``_connection``.
+
+Tool results: the registry's ``text`` is the content the model reads; the rest of the mapping
+is ``structuredContent``. Every result (errors included) carries the session's call counter:
+``_meta["lean-ctx/call"]`` (and ``call`` in ``structuredContent``). A ``LeanCtxError`` becomes
+a tool error whose text is ``CODE: sentence`` (``structuredContent.error`` has the code) —
+what the SDK's ``ToolError`` produces, built here so that it can carry the counter too; an
+unexpected exception becomes ``INTERNAL_ERROR`` without its internals (logged on stderr).
+
+Requests at the stateless 2026-07-28 protocol (no ``initialize``; the SDK's default client
+negotiates it) have no MCP session: they run as one lean-ctx session per client name, listing
+every tool (change notifications need ``subscriptions/listen`` there).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import threading
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
+
+import anyio
+import msgspec
+from mcp.server.lowlevel.helper_types import ReadResourceContents
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    INVALID_PARAMS,
+    CallToolResult,
+    GetPromptResult,
+    PromptMessage,
+    TextContent,
+    ToolListChangedNotification,
+)
+from mcp_types import Prompt as MCPPrompt
+from mcp_types import PromptArgument as MCPPromptArgument
+from mcp_types import Resource as MCPResource
+from mcp_types import Tool as MCPTool
+
+from .. import __version__
+from ..errors import LeanCtxError
+from . import mcp_resources as res
+from . import mcp_session as ms
+from . import registry
+from .mcp_session import McpSession
+
+log = logging.getLogger("leanctx.mcp")
+
+SESSION_KEY = "leanctx.session"
+CALL_META = "lean-ctx/call"
+SESSION_META = "lean-ctx/session"
+DEFAULT_HTTP_PORT = 3345
+INSTRUCTIONS = ("lean-ctx: compressed project context and multi-agent coordination. Prefer ctx_read, ctx_shell, "
+                "ctx_search over plain tools; re-reads of unchanged files return short stubs. Coordinate with "
+                "ctx_agent and ctx_task; ctx_load_tools lists more tools.")
+_enc = msgspec.json.Encoder()
+
+
+class Hub:
+    """What every session of one server shares: the log, the project root, the live sessions."""
+
+    def __init__(self, lc: Any, project: str | os.PathLike[str]) -> None:
+        from ..app import LeanCtx
+
+        if isinstance(lc, (str, os.PathLike)):
+            path = lc
+            self._factory: Callable[[], Any] | None = lambda: LeanCtx(path)
+            self._lc = None
+        elif callable(lc) and not hasattr(lc, "bus"):
+            self._factory, self._lc = lc, None
+        else:
+            self._factory, self._lc = None, lc
+        self.project = os.path.realpath(os.fspath(project))
+        self.client_pid: int | None = None  # stdio: the client is our parent process
+        self.live: dict[int, McpSession] = {}
+        self._by_client: dict[str, McpSession] = {}
+        self._lock = threading.Lock()
+        self._alock = anyio.Lock()
+
+    @property
+    def lc(self) -> Any:
+        if self._lc is None:
+            with self._lock:
+                if self._lc is None:
+                    assert self._factory is not None
+                    self._lc = self._factory()
+        return self._lc
+
+    async def run(self, fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
+        """Run blocking lean-ctx code in a worker thread (the log, the file system, processes)."""
+        return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kw))
+
+    def _register(self, sess: McpSession) -> None:
+        try:
+            ms.register(self.lc, sess, self.project, pid=self.client_pid)
+        except LeanCtxError as exc:  # the handshake goes on; the first call retries
+            log.warning("could not register the agent of %s: %s", sess.client_name or "a client", exc)
+
+    async def open(self, sess: McpSession) -> McpSession:
+        await self.run(self._register, sess)
+        self.live[id(sess)] = sess
+        return sess
+
+    async def close(self, sess: McpSession) -> None:
+        self.live.pop(id(sess), None)
+        if any(s.agent_id == sess.agent_id for s in self.live.values()):
+            return  # another session acts as the same agent ($LEAN_CTX_AGENT_ID): it stays
+        try:
+            await self.run(ms.deregister, self.lc, sess, self.project)
+        except Exception:  # closing must not fail; the heartbeat timeout records it anyway
+            log.warning("could not deregister %s", sess.agent_id, exc_info=True)
+
+    async def envelope_session(self, client_info: Any, *, over_http: bool) -> McpSession:
+        """The session of requests that come without ``initialize``: one per client name. Over
+        stdio that is the one client of this process; over HTTP several clients may share a name,
+        so such a session has no lean-ctx session id (never a stub of content another had)."""
+        name = str((client_info or {}).get("name") or "")
+        async with self._alock:
+            sess = self._by_client.get(f"{over_http}:{name}")
+            if sess is None:
+                sess = ms.new_session(client_info, None, None)
+                if over_http:
+                    sess.session_id = None
+                sess.features = sess.features - {"list_changed"}
+                sess.load(list(registry.CATEGORIES))
+                sess.take_changed()
+                await self.open(sess)
+                self._by_client[f"{over_http}:{name}"] = sess
+        return sess
+
+    async def ensure_registered(self, sess: McpSession) -> None:
+        if not sess.registered:
+            await self.run(ms.ensure_registered, self.lc, sess, self.project)
+
+    async def heartbeat_loop(self, interval: float | None = None) -> None:
+        from ..projections.agents import HEARTBEAT_INTERVAL
+
+        while True:
+            await anyio.sleep(interval or HEARTBEAT_INTERVAL)
+            for sess in list(self.live.values()):
+                try:
+                    await self.run(ms.heartbeat, self.lc, sess, self.project)
+                except Exception:
+                    log.warning("heartbeat of %s failed", sess.agent_id, exc_info=True)
+
+
+def _connection(rc: Any) -> Any:
+    """The SDK ``Connection`` of a request (see the module doc), or None."""
+    return getattr(getattr(rc, "session", None), "_connection", None)
+
+
+def _request_context(context: Any) -> Any:
+    if context is None:
+        return None
+    try:
+        return context.request_context
+    except (ValueError, AttributeError):
+        return None
+
+
+def _dump(model: Any) -> Any:
+    return model.model_dump(by_alias=True, mode="json", exclude_none=True) if model is not None else None
+
+
+@asynccontextmanager
+async def _lifespan(server: MCPServer) -> AsyncIterator[dict[str, Any]]:
+    assert isinstance(server, LeanCtxMCP)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.hub.heartbeat_loop)
+        try:
+            yield {}
+        finally:
+            tg.cancel_scope.cancel()
+
+
+class LeanCtxMCP(MCPServer):
+    """``MCPServer`` serving the registry, per MCP session (see the module doc)."""
+
+    def __init__(self, hub: Hub, *, name: str = "lean-ctx") -> None:
+        self.hub = hub
+        super().__init__(name=name, version=__version__, instructions=INSTRUCTIONS, log_level="WARNING",
+                         lifespan=_lifespan, middleware=[self._middleware])
+
+    # --- sessions ----------------------------------------------------------------------------
+    async def session_for(self, rc: Any) -> McpSession:
+        conn = _connection(rc)
+        sess = conn.state.get(SESSION_KEY) if conn is not None else None
+        if sess is not None:
+            await self.hub.ensure_registered(sess)
+            return sess
+        params = getattr(getattr(rc, "session", None), "client_params", None)
+        info = _dump(params.client_info) if params is not None else None
+        return await self.hub.envelope_session(info, over_http=getattr(rc, "request", None) is not None)
+
+    async def _on_initialize(self, ctx: Any, result: dict[str, Any]) -> dict[str, Any]:
+        params = ctx.params or {}
+        conn = _connection(ctx)
+        sess = ms.new_session(params.get("clientInfo"), params.get("capabilities"),
+                              getattr(conn, "session_id", None))
+        await self.hub.open(sess)
+        if conn is not None:
+            conn.state[SESSION_KEY] = sess
+            conn.exit_stack.push_async_callback(self.hub.close, sess)
+        caps = dict(result.get("capabilities") or {})
+        caps["tools"] = {**(caps.get("tools") or {}), "listChanged": sess.lazy}
+        for feature in ("resources", "prompts"):
+            if feature not in sess.features:
+                caps.pop(feature, None)
+        return {**result, "capabilities": caps}
+
+    async def _middleware(self, ctx: Any, call_next: Any) -> Any:
+        if ctx.method == "initialize":
+            return await self._on_initialize(ctx, await call_next(ctx))
+        if ctx.method == "tools/list":
+            result = await call_next(ctx)
+            sess = await self.session_for(ctx)
+            return {**result, "tools": [registry.wire(t) for t in registry.tools(sess.loaded())]}
+        return await call_next(ctx)
+
+    # --- tools -------------------------------------------------------------------------------
+    async def list_tools(self) -> list[MCPTool]:
+        """Every tool (``tools/list`` answers per session, through the middleware)."""
+        return [MCPTool.model_validate(registry.wire(t)) for t in registry.tools()]
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> CallToolResult:
+        rc = _request_context(context)
+        sess = await self.session_for(rc)
+        n = sess.tick()
+        caller = sess.caller(self.hub.project)
+        try:
+            out = await self.hub.run(lambda: registry.call(self.hub.lc, caller, name, arguments))
+        except LeanCtxError as exc:
+            return _error(exc, n, sess)
+        except Exception as exc:
+            log.exception("tool %s failed", name)
+            return _error(LeanCtxError("INTERNAL_ERROR", f"{name} failed unexpectedly ({type(exc).__name__}); "
+                                       "the lean-ctx server log has the details"), n, sess)
+        if sess.take_changed() and rc is not None:
+            await rc.session.send_notification(ToolListChangedNotification(), related_request_id=rc.request_id)
+        return _result(out, n, sess)
+
+    # --- resources and prompts ---------------------------------------------------------------
+    async def list_resources(self) -> list[MCPResource]:
+        return [MCPResource(uri=res.PREFIX + key, name=key, description=about, mime_type="text/plain")
+                for key, (about, _) in res.RESOURCES.items()]
+
+    async def read_resource(self, uri: Any, context: Any = None) -> Iterable[ReadResourceContents]:
+        key = str(uri).removeprefix(res.PREFIX)
+        if not str(uri).startswith(res.PREFIX) or key not in res.RESOURCES:
+            raise ResourceNotFoundError(f"Unknown resource: {uri}")
+        sess = await self.session_for(_request_context(context))
+        fn = res.RESOURCES[key][1]
+        try:
+            text = await self.hub.run(lambda: fn(self.hub.lc, sess, self.hub.project))
+        except LeanCtxError as exc:
+            raise ResourceError(f"{exc.code}: {exc.message}") from None
+        return [ReadResourceContents(content=text, mime_type="text/plain")]
+
+    async def list_prompts(self) -> list[MCPPrompt]:
+        return [MCPPrompt(name=name, description=about,
+                          arguments=[MCPPromptArgument(name=a, description=d, required=r) for a, d, r in args])
+                for name, (about, args) in res.PROMPTS.items()]
+
+    async def get_prompt(self, name: str, arguments: dict[str, Any] | None = None, context: Any = None) -> Any:
+        sess = await self.session_for(_request_context(context))
+        try:
+            text = await self.hub.run(lambda: res.prompt_text(name, arguments, self.hub.lc, sess, self.hub.project))
+        except LeanCtxError as exc:
+            raise MCPError(code=INVALID_PARAMS, message=f"{exc.code}: {exc.message}") from None
+        return GetPromptResult(description=res.PROMPTS.get(name, ("",))[0],
+                               messages=[PromptMessage(role="user", content=TextContent(type="text", text=text))])
+
+
+def _meta(n: int, sess: McpSession) -> dict[str, Any]:
+    return {CALL_META: n, SESSION_META: sess.session_id}
+
+
+def _result(out: dict[str, Any], n: int, sess: McpSession) -> CallToolResult:
+    text = out.pop("text", None)
+    if not isinstance(text, str):
+        text = _enc.encode(out).decode()
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content={**out, "call": n},
+                          _meta=_meta(n, sess))
+
+
+def _error(exc: LeanCtxError, n: int, sess: McpSession) -> CallToolResult:
+    err = msgspec.to_builtins(exc.to_dict())
+    return CallToolResult(content=[TextContent(type="text", text=f"{exc.code}: {exc.message}")], is_error=True,
+                          structured_content={"error": err, "call": n}, _meta=_meta(n, sess))
+
+
+# --- building and serving ----------------------------------------------------------------------
+
+
+def build_server(lc: Any, *, project: str | os.PathLike[str], name: str = "lean-ctx") -> LeanCtxMCP:
+    """An MCP server over the log ``lc``: a ``LeanCtx``, a factory returning one (opened on first
+    use), or a database path; ``project`` is the project root every tool works in."""
+    return LeanCtxMCP(Hub(lc, project), name=name)
+
+
+def serve_stdio(server: LeanCtxMCP) -> None:
+    """Serve one client on stdin/stdout until it closes the connection."""
+    server.hub.client_pid = os.getppid()
+    anyio.run(server.run_stdio_async)
+
+
+def http_app(server: LeanCtxMCP, *, path: str = "/mcp", host: str = "127.0.0.1", transport_security: Any = None,
+             json_response: bool = False) -> Any:
+    """A Starlette app serving streamable HTTP MCP at ``path`` (its lifespan runs the sessions).
+    On a loopback ``host`` the SDK turns on DNS-rebinding protection (Host/Origin allowlist)."""
+    return server.streamable_http_app(streamable_http_path=path, host=host, transport_security=transport_security,
+                                      json_response=json_response)
+
+
+def http_mount(server: LeanCtxMCP, *, path: str = "/mcp", host: str = "127.0.0.1", transport_security: Any = None,
+               ) -> tuple[list[Any], Callable[[], AbstractAsyncContextManager[Any]]]:
+    """For a host app (``lean-ctx serve``): the Starlette routes serving MCP at ``path``, and the
+    lifespan the host must enter (Starlette does not run a mounted app's lifespan):
+
+        routes, mcp_lifespan = http_mount(build_server(lc, project=root))
+        app = Starlette(routes=[*api_routes, *routes], lifespan=lambda app: mcp_lifespan())
+    """
+    app = http_app(server, path=path, host=host, transport_security=transport_security)
+    return list(app.routes), server.session_manager.run
+
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def serve_http(server: LeanCtxMCP, *, host: str = "127.0.0.1", port: int = DEFAULT_HTTP_PORT) -> None:
+    """Serve streamable HTTP MCP alone on ``host:port`` (loopback only: ``lean-ctx serve`` is the
+    server for other binds, with its bearer tokens)."""
+    import uvicorn
+
+    if host not in LOOPBACK:
+        from ..errors import InvalidInput
+
+        raise InvalidInput("MCP_NON_LOOPBACK_BIND", f"lean-ctx mcp --http binds loopback only, not {host!r}; use "
+                           "`lean-ctx serve --host ...` (with its bearer token) for other interfaces")
+    config = uvicorn.Config(http_app(server, host=host), host=host, port=port, log_level="warning",
+                            lifespan="on")
+    uvicorn.Server(config).run()

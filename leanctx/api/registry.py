@@ -1,0 +1,234 @@
+"""The tool registry: one table of every tool lean-ctx offers agents, for every transport.
+
+A tool is a row: ``name`` (``ctx_read``), ``category`` (which lazy group lists it), a short
+``description``, a msgspec ``Struct`` for its arguments (its JSON Schema is generated from the
+Struct, then compacted), and a function ``fn(lc, caller, args) -> dict`` that returns a
+JSON-ready mapping. By convention the mapping's ``"text"`` is what the agent reads; the rest is
+machine-readable detail. Functions call operations (``leanctx.ops``) and the command bus; they
+never print and never know which transport called them.
+
+Rows are defined in ``leanctx/api/tools/<family>.py`` with the :func:`tool` decorator and
+discovered on first use (``import_submodules``): adding a family adds its module there and
+touches no transport. Each row also names what the other transports derive from it: the HTTP
+route (``POST /v1/tools/<name>``, the JSON body is the arguments) and the CLI verb
+(``verb``, the name without ``ctx_``).
+
+Errors are ``LeanCtxError`` subclasses with stable codes and pass through unchanged; each
+transport translates them once (MCP: a tool error ``CODE: sentence``; HTTP: status + JSON).
+Arguments that do not fit the Struct are refused here with ``INVALID_ARGUMENT``, and an
+unknown tool with ``TOOL_UNKNOWN``.
+
+``ctx_session``, ``ctx_knowledge`` and ``ctx_handoff`` belong to the memory / handoff issue;
+their command families do not exist yet, so they have no rows (they will go in ``session`` and
+``memory``).
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import msgspec
+
+from ..errors import InvalidInput, NotFound
+
+__all__ = [
+    "CATEGORIES",
+    "DEFAULT_CATEGORIES",
+    "Caller",
+    "Tool",
+    "ToolSet",
+    "call",
+    "compact_schema",
+    "get",
+    "parse_args",
+    "tool",
+    "tools",
+    "wire",
+]
+
+CATEGORIES: dict[str, str] = {
+    "core": "read, run, search, list and edit the project",
+    "session": "work with other agents: messages, claims, diaries, tasks",
+    "arch": "architecture views of the project (none yet)",
+    "debug": "diagnostics of the log and the caches (none yet)",
+    "memory": "knowledge, sessions and handoffs (none yet)",
+    "metrics": "token savings",
+}
+DEFAULT_CATEGORIES: tuple[str, ...] = ("core", "session")
+
+
+class ToolSet(Protocol):
+    """The tools a conversation lists (an MCP session's lazy categories), for ``ctx_load_tools``."""
+
+    def loaded(self) -> list[str]: ...
+
+    def load(self, categories: Sequence[str]) -> list[str]:
+        """Load categories; returns those that were not loaded before."""
+        ...
+
+    def unload(self, categories: Sequence[str]) -> list[str]:
+        """Unload categories; returns those that were loaded before."""
+        ...
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who calls: the agent, its conversation (session) and the project root.
+
+    ``toolset`` is the caller's lazy tool list when its transport has one (MCP), else None
+    (every tool is always available)."""
+
+    agent_id: str | None
+    session_id: str | None
+    project: str
+    toolset: ToolSet | None = field(default=None, compare=False)
+
+
+ToolFn = Callable[[Any, Caller, Any], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    category: str
+    description: str
+    args: type[msgspec.Struct]
+    fn: ToolFn = field(compare=False)
+
+    @property
+    def route(self) -> str:
+        """The HTTP route a REST transport derives: ``POST /v1/tools/<name>`` (body = args)."""
+        return f"/v1/tools/{self.name}"
+
+    @property
+    def verb(self) -> str:
+        """The CLI verb a command-line transport derives (``ctx_read`` → ``read``)."""
+        return self.name.removeprefix("ctx_").replace("_", "-")
+
+    def input_schema(self) -> dict[str, Any]:
+        return copy.deepcopy(_schema(self.args))
+
+
+_TABLE: dict[str, Tool] = {}
+_loaded = False
+_load_lock = threading.Lock()
+
+
+def tool(name: str, *, category: str, description: str, args: type[msgspec.Struct]) -> Callable[[ToolFn], ToolFn]:
+    """Register ``fn`` as the tool ``name`` (a row of the table)."""
+    if category not in CATEGORIES:
+        raise ValueError(f"unknown tool category {category!r}")
+
+    def register(fn: ToolFn) -> ToolFn:
+        if name in _TABLE:
+            raise ValueError(f"tool {name!r} is registered twice")
+        _TABLE[name] = Tool(name, category, " ".join(description.split()), args, fn)
+        return fn
+
+    return register
+
+
+def _load() -> None:
+    global _loaded
+    if _loaded:
+        return
+    with _load_lock:
+        if not _loaded:
+            from ..discovery import import_submodules
+
+            import_submodules(f"{__package__}.tools")
+            _loaded = True
+
+
+def tools(categories: Iterable[str] | None = None) -> list[Tool]:
+    """Every tool (of ``categories`` if given), in category order, then table order."""
+    _load()
+    order = list(CATEGORIES)
+    wanted = None if categories is None else set(categories)
+    rows = [t for t in _TABLE.values() if wanted is None or t.category in wanted]
+    return sorted(rows, key=lambda t: order.index(t.category))
+
+
+def get(name: str) -> Tool:
+    _load()
+    found = _TABLE.get(name) if isinstance(name, str) else None
+    if found is None:
+        raise NotFound("TOOL_UNKNOWN", f"no tool {name!r}; the tools are {', '.join(sorted(_TABLE))}")
+    return found
+
+
+def parse_args(t: Tool, raw: Any) -> Any:
+    """The arguments as ``t.args``, or ``INVALID_ARGUMENT`` naming the field at fault."""
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise InvalidInput("INVALID_ARGUMENT", f"{t.name}: the arguments must be a JSON object")
+    try:
+        return msgspec.convert(raw, t.args, strict=False)
+    except msgspec.ValidationError as exc:
+        raise InvalidInput("INVALID_ARGUMENT", f"{t.name}: {exc}; see the tool's input schema") from None
+
+
+def call(lc: Any, caller: Caller, name: str, raw_args: Any = None) -> dict[str, Any]:
+    """Run the tool ``name`` as ``caller``; a JSON-ready mapping (``LeanCtxError`` passes through)."""
+    t = get(name)
+    out = t.fn(lc, caller, parse_args(t, raw_args))
+    return msgspec.to_builtins(out)
+
+
+# --- schemas -------------------------------------------------------------------------------
+
+_schemas: dict[type, dict[str, Any]] = {}
+
+
+def _schema(args: type[msgspec.Struct]) -> dict[str, Any]:
+    found = _schemas.get(args)
+    if found is None:
+        found = _schemas[args] = compact_schema(msgspec.json.schema(args))
+    return found
+
+
+def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """``msgspec.json.schema`` output made small for a tools list: the top ``$ref`` inlined
+    (nested Structs stay under ``$defs``), titles and the Struct's docstring dropped (the tool
+    description says it), ``X | None = None`` shown as an optional ``X``, and
+    ``additionalProperties`` dropped (unknown fields are still refused: ``INVALID_ARGUMENT``)."""
+    defs = dict(schema.get("$defs", {}))
+    root = schema
+    ref = schema.get("$ref", "")
+    if ref.startswith("#/$defs/"):
+        root = defs.pop(ref.rsplit("/", 1)[-1])
+
+    def clean(node: Any) -> Any:
+        if isinstance(node, list):
+            return [clean(n) for n in node]
+        if not isinstance(node, dict):
+            return node
+        out = {k: ({p: clean(s) for p, s in v.items()} if k == "properties" else clean(v))
+               for k, v in node.items() if k not in ("title", "additionalProperties")}
+        if out.get("required") == []:
+            del out["required"]
+        alts = out.get("anyOf")
+        if isinstance(alts, list) and {"type": "null"} in alts and out.get("default", ...) is None:
+            rest = [a for a in alts if a != {"type": "null"}]
+            if len(rest) == 1:
+                del out["anyOf"], out["default"]
+                out = {**rest[0], **out}
+        return out
+
+    root = clean(root)
+    root.pop("description", None)
+    if defs:
+        root["$defs"] = {k: clean(v) for k, v in defs.items()}
+    if "properties" not in root:
+        root["properties"] = {}
+    return root
+
+
+def wire(t: Tool) -> dict[str, Any]:
+    """The tool as a tools/list entry (MCP wire shape)."""
+    return {"name": t.name, "description": t.description, "inputSchema": t.input_schema()}

@@ -1,0 +1,229 @@
+"""``ctx_agent``: the caller among other agents — registry, messages, scent claims, diary,
+events, heartbeat and budget, one ``action`` per verb (the coordination commands' wrappers)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+from ... import clock
+from ...errors import InvalidInput
+from ..registry import Caller, tool
+
+Action = Literal["register", "list", "post", "read", "claim", "release", "sync", "diary", "recall_diary",
+                 "poll_events", "heartbeat", "budget"]
+DEFAULT_CHANNEL = "general"
+
+
+class AgentArgs(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    action: Action
+    channel: str | None = None
+    to: str | None = None
+    title: str | None = None
+    body: str | None = None
+    category: str | None = None
+    reply_to: int | None = None
+    target: str | None = None
+    text: str | None = None
+    tags: list[str] | None = None
+    paths: list[str] | None = None
+    agent: str | None = None
+    grep: str | None = None
+    kinds: list[str] | None = None
+    since: int | None = None
+    limit: int | None = None
+    status: str | None = None
+    role: str | None = None
+
+
+def _need(a: AgentArgs, *names: str) -> None:
+    missing = [n for n in names if getattr(a, n) in (None, "")]
+    if missing:
+        raise InvalidInput("INVALID_ARGUMENT", f"ctx_agent {a.action} needs {', '.join(missing)}")
+
+
+def _me(caller: Caller) -> str:
+    if not caller.agent_id:
+        raise InvalidInput("AGENT_NO_IDENTITY", "this call has no agent identity; register first (action=register)")
+    return caller.agent_id
+
+
+def _dispatch(lc: Any, caller: Caller, command: Any) -> Any:
+    return lc.bus.dispatch(command, actor=caller.agent_id, session_id=caller.session_id,
+                           project=caller.project).value
+
+
+def _resolve(lc: Any, caller: Caller, ref: str | None) -> str:
+    from ...projections.agents import find_agent
+
+    if not ref:
+        return _me(caller)
+    found = find_agent(lc.projections.reader("agents"), ref, now=clock.now(), project_root=caller.project)
+    return found.agent_id if found is not None else ref
+
+
+def _message_lines(messages: list[Any]) -> list[str]:
+    out = []
+    for m in messages:
+        reply = f" (re #{m.reply_to})" if m.reply_to else ""
+        out.append(f"#{m.seq} {m.sender} → {m.to} [{m.category}] {m.title}{reply}")
+        out.extend(f"  {line}" for line in m.body.splitlines())
+    return out
+
+
+# --- the actions -----------------------------------------------------------------------------
+
+
+def _register(lc: Any, caller: Caller, a: AgentArgs) -> dict[str, Any]:
+    from ...commands.agents import RegisterAgent
+    from ...projections.agents import find_agent
+
+    me = _me(caller)
+    known = find_agent(lc.projections.reader("agents"), me, now=clock.now())
+    agent_type = known.agent_type if known is not None and known.agent_id == me else "mcp"
+    v = _dispatch(lc, caller, RegisterAgent(agent_type=agent_type, role=a.role or "dev", project_root=caller.project,
+                                            agent_id=me, session_id=caller.session_id))
+    verb = "rejoined" if v.rejoined else "registered"
+    return {"text": f"{verb} {v.name} (agent_id {v.agent_id}, role {v.role})", "agent": v}
+
+
+def _list(lc: Any, caller: Caller, a: AgentArgs) -> dict[str, Any]:
+    from ...commands.agents import SweepAgents
+    from ...projections.agents import list_agents
+
+    now = clock.now()
+    agents = list_agents(lc.projections.reader("agents"), now=now, project_root=caller.project)
+    if any(x.status == "stale" and not x.timed_out for x in agents):
+        _dispatch(lc, caller, SweepAgents(project_root=caller.project))
+        agents = list_agents(lc.projections.reader("agents"), now=now, project_root=caller.project)
+    lines = [f"{x.name} ({x.agent_id}) {x.status}, {x.agent_type}/{x.role}, seen {x.age_seconds:.0f}s ago"
+             + (" ← you" if x.agent_id == caller.agent_id else "") for x in agents]
+    return {"text": "\n".join(lines) or "no agents registered in this project", "agents": agents}
+
+
+def _post(lc: Any, caller: Caller, a: AgentArgs) -> dict[str, Any]:
+    from ...commands.chat import PostMessage
+
+    _need(a, "title", "body")
+    m = _dispatch(lc, caller, PostMessage(title=a.title or "", body=a.body or "", channel=a.channel or DEFAULT_CHANNEL,
+                                          to=a.to or "all", category=a.category or "note", reply_to=a.reply_to))
+    return {"text": f"posted #{m.seq} to {m.to} in {m.channel}", "message": m}
+
+
+def _read(lc: Any, caller: Caller, a: AgentArgs) -> dict[str, Any]:
+    from ...commands.chat import ReadMessages
+
+    r = _dispatch(lc, caller, ReadMessages(channel=a.channel or DEFAULT_CHANNEL, limit=a.limit))
+    text = "\n".join(_message_lines(r.messages)) or f"no new messages in {r.channel}"
+    if r.unread:
+        text += f"\n[{r.unread} more unread]"
+    return {"text": text, **msgspec.to_builtins(r)}
+
+
+def _claim(lc: Any, caller: Caller, a: AgentArgs) -> dict[str, Any]:
+    from ...commands.scent import ClaimScent
+
+    _need(a, "target")
+    v = _dispatch(lc, caller, ClaimScent(target=a.target or ""))
+    extra = f"; took over {v.took_over_from}'s lapsed claim" if v.took_over_from else ""
+    return {"text": f"{'refreshed claim on' if v.refreshed else 'claimed'} {v.target}{extra}", "mark": v}
+
+
+def _release(lc: Any, caller: Caller, a: AgentArgs) -> dict[str, Any]:
+    from ...commands.scent import ReleaseScent
+
+    _need(a, "target")
+    v = _dispatch(lc, caller, ReleaseScent(target=a.target or ""))
+    return {"text": f"released {v.target}", "release": v}
+
+
+def _sync(lc: Any, caller: Caller, a: AgentArgs) -> dict[str, Any]:
+    from ...commands.scent import check_kind, half_lives_from_env
+    from ...projections.scent import format_age, sync
+
+    kinds = [check_kind(k) for k in a.kinds] if a.kinds else None
+    field = sync(lc.projections.reader("scent"), now=clock.now(), project=caller.project, kinds=kinds,
+                 half_lives=half_lives_from_env())
+    if a.limit:
+        field = field[: a.limit]
+    lines = [f"{v.target} {v.kind}{' (active)' if v.active else ''} by {v.name}, {v.intensity:.2f}, "
+             f"{format_age(v.age_seconds)} ago" for v in field]
+    return {"text": "\n".join(lines) or "the scent field is empty", "field": field}
+
+
+def _diary(lc: Any, caller: Caller, a: AgentArgs) -> dict[str, Any]:
+    from ...commands.diaries import WriteDiary
+
+    _need(a, "category", "text")
+    v = _dispatch(lc, caller, WriteDiary(category=a.category or "", text=a.text or "", tags=tuple(a.tags or ()),
+                                         paths=tuple(a.paths or ())))
+    return {"text": f"{v.category} #{v.seq} written in your diary", "entry": v}
+
+
+def _recall(lc: Any, caller: Caller, a: AgentArgs) -> dict[str, Any]:
+    from ...commands.diaries import check_category
+    from ...projections.diaries import recall_diary
+
+    who = _resolve(lc, caller, a.agent)
+    cat = check_category(a.category) if a.category else None
+    entries = recall_diary(lc.projections.reader("diaries"), who, category=cat, limit=a.limit or 20, matching=a.grep)
+    lines = []
+    for e in entries:
+        extra = (" [" + ", ".join(e.tags) + "]" if e.tags else "") + (" " + " ".join(e.paths) if e.paths else "")
+        lines.append(f"#{e.seq} {e.ts[:16]} {e.category}: {e.text}{extra}")
+    return {"text": "\n".join(lines) or f"no diary entries for {who}", "entries": entries}
+
+
+def _poll(lc: Any, caller: Caller, a: AgentArgs) -> dict[str, Any]:
+    from ...commands.chat import identity, poll_events
+    from ...events import TopicFilter
+    from ...events.codec import payload_dict
+
+    me = identity(lc, _me(caller))
+    flt = TopicFilter(kinds=tuple(a.kinds) if a.kinds else None, to_agent=me, channel=a.channel)
+    res = poll_events(lc.store, a.since or 0, flt, a.limit or 100)
+    lines = []
+    for e in res.events:
+        data = {k: v for k, v in payload_dict(e.payload).items() if k != "kind" and v not in (None, "", [], {})}
+        body = " ".join(f"{k}={v}" for k, v in data.items())
+        lines.append(f"{e.position} {e.kind} by {e.actor or '-'}: {body[:160]}")
+    lines.append(f"[next since={res.next_cursor}]")
+    return {"text": "\n".join(lines), "events": [e.to_dict() for e in res.events], "next_cursor": res.next_cursor}
+
+
+def _heartbeat(lc: Any, caller: Caller, a: AgentArgs) -> dict[str, Any]:
+    from ...commands.agents import Heartbeat
+
+    v = _dispatch(lc, caller, Heartbeat(agent=_me(caller), status=a.status))
+    return {"text": f"ok {v.name}; next heartbeat within {v.ttl_seconds / 3:.0f}s", "ack": v}
+
+
+def _budget(lc: Any, caller: Caller, a: AgentArgs) -> dict[str, Any]:
+    from ...projections.budgets import budget_view
+
+    v = budget_view(lc.projections.reader("budgets"), _resolve(lc, caller, a.agent))
+    if v.agent_token_budget == 0:
+        text = f"budget of {v.agent_id}: unlimited; {v.used} tokens used"
+    else:
+        text = (f"budget of {v.agent_id}: {v.used} of {v.agent_token_budget} tokens ({v.ratio:.0%}), "
+                f"{v.remaining} left [{v.level}]")
+    if v.warning_line:
+        text += f"\n{v.warning_line}"
+    return {"text": text, "budget": v}
+
+
+_ACTIONS = {
+    "register": _register, "list": _list, "post": _post, "read": _read, "claim": _claim, "release": _release,
+    "sync": _sync, "diary": _diary, "recall_diary": _recall, "poll_events": _poll, "heartbeat": _heartbeat,
+    "budget": _budget,
+}
+
+
+@tool("ctx_agent", category="session", args=AgentArgs, description="""
+Coordinate with other agents. action: list | post(title, body, to?, channel?, category?) |
+read(channel?) | claim/release(target: file or task) | sync (scent field) |
+diary(category: discovery|decision|blocker|progress|insight, text, tags?) | recall_diary(agent?, grep?) |
+poll_events(since, kinds?) | heartbeat(status?) | budget | register(role).""")
+def ctx_agent(lc: Any, caller: Caller, a: AgentArgs) -> dict[str, Any]:
+    return _ACTIONS[a.action](lc, caller, a)

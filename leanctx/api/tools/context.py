@@ -1,0 +1,151 @@
+"""Context-engine tools: ``ctx_read``, ``ctx_shell``, ``ctx_search``, ``ctx_tree``, ``ctx_edit``,
+``ctx_expand`` — thin wrappers over ``leanctx.ops``, acting as the caller in its session."""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated, Any
+
+import msgspec
+from msgspec import Meta
+
+from ..registry import Caller, tool
+
+DEFAULT_SHELL_TIMEOUT = 300.0  # seconds; an MCP call must not hang forever
+
+
+class _Args(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    pass
+
+
+def _without(value: Any, *keys: str) -> dict[str, Any]:
+    d = msgspec.to_builtins(value)
+    return {k: v for k, v in d.items() if k not in keys and v not in (None, [], {})}
+
+
+# --- ctx_read ------------------------------------------------------------------------------
+
+
+class ReadArgs(_Args):
+    paths: list[str]
+    mode: Annotated[str, Meta(description="auto|full|map|signatures|lines:N-M|diff|aggressive|entropy|task")] = "auto"
+    fresh: bool = False
+    task: Annotated[str | None, Meta(description="what you are doing (task mode)")] = None
+    intent: str | None = None
+    max_tokens: int | None = None
+
+
+@tool("ctx_read", category="core", args=ReadArgs, description="""
+Read project files, compressed by mode. An unchanged re-read in this session returns a short stub
+(fresh=true resends).""")
+def ctx_read(lc: Any, caller: Caller, a: ReadArgs) -> dict[str, Any]:
+    from ...ops.read import read_files
+
+    answers = read_files(lc, a.paths, mode=a.mode, fresh=a.fresh, task=a.task, intent=a.intent,
+                         actor=caller.agent_id, session_id=caller.session_id, project=caller.project,
+                         cap_tokens=a.max_tokens)
+    return {"text": "\n\n".join(x.text for x in answers), "files": [_without(x, "text") for x in answers]}
+
+
+# --- ctx_shell -----------------------------------------------------------------------------
+
+
+class ShellArgs(_Args):
+    command: Annotated[str, Meta(description="run with bash -c")]
+    cwd: Annotated[str | None, Meta(description="relative to the project root")] = None
+    timeout: float = DEFAULT_SHELL_TIMEOUT
+    raw: bool = False
+
+
+@tool("ctx_shell", category="core", args=ShellArgs, description="""
+Run a shell command in the project; output compressed and secrets redacted, omitted lines
+archived (ctx_expand).""")
+def ctx_shell(lc: Any, caller: Caller, a: ShellArgs) -> dict[str, Any]:
+    from ...ops.shell import run_shell
+
+    cwd = caller.project if not a.cwd else os.path.join(caller.project, a.cwd)
+    r = run_shell(lc, a.command, cwd=cwd, timeout=a.timeout, raw=a.raw, actor=caller.agent_id,
+                  session_id=caller.session_id, project=caller.project)
+    return {"text": r.text, **_without(r, "text", "command", "encoding"), "exit_code": r.exit_code}
+
+
+# --- ctx_search ----------------------------------------------------------------------------
+
+
+class SearchArgs(_Args):
+    query: str
+    method: Annotated[str, Meta(description="auto|regex|bm25|semantic")] = "auto"
+    limit: int = 20
+    glob: Annotated[str | None, Meta(description="only paths matching, e.g. src/*.py")] = None
+
+
+@tool("ctx_search", category="core", args=SearchArgs, description="""
+Search the project (bm25 + regex, fused); answers path:line: snippet.""")
+def ctx_search(lc: Any, caller: Caller, a: SearchArgs) -> dict[str, Any]:
+    from ...ops.search import search
+
+    ans = search(lc, caller.project, a.query, method=a.method, limit=a.limit, glob=a.glob, actor=caller.agent_id,
+                 session_id=caller.session_id)
+    out = _without(ans, "text", "index", "hits")
+    out["hits"] = [{"path": h.path, "line": h.line} for h in ans.hits]
+    return {"text": ans.text, **out}
+
+
+# --- ctx_tree ------------------------------------------------------------------------------
+
+
+class TreeArgs(_Args):
+    path: str | None = None
+    depth: int = 2
+    max_entries: int = 40
+
+
+@tool("ctx_tree", category="core", args=TreeArgs, description="Project tree with file counts per folder (gitignore-aware).")
+def ctx_tree(lc: Any, caller: Caller, a: TreeArgs) -> dict[str, Any]:
+    from ...ops.tree import tree
+
+    t = tree(caller.project, a.path, depth=a.depth, max_entries=a.max_entries)
+    return {"text": t.text, "root": t.root, "files": t.files, "dirs": t.dirs}
+
+
+# --- ctx_edit ------------------------------------------------------------------------------
+
+
+class EditArgs(_Args):
+    path: str
+    old: str
+    new: str
+    replace_all: bool = False
+    allow_unread: bool = False
+
+
+@tool("ctx_edit", category="core", args=EditArgs, description="""
+Replace old text with new in a file you have read (old must occur once unless replace_all).""")
+def ctx_edit(lc: Any, caller: Caller, a: EditArgs) -> dict[str, Any]:
+    from ...ops.edit import edit_file
+
+    r = edit_file(lc, caller.project, a.path, a.old, a.new, replace_all=a.replace_all, allow_unread=a.allow_unread,
+                  actor=caller.agent_id, session_id=caller.session_id)
+    return {"text": r.text, **_without(r, "text")}
+
+
+# --- ctx_expand ----------------------------------------------------------------------------
+
+
+class ExpandArgs(_Args):
+    archive_id: str
+    head: int | None = None
+    tail: int | None = None
+    lines: Annotated[str | None, Meta(description="A-B")] = None
+    grep: Annotated[str | None, Meta(description="regex")] = None
+    max_tokens: int | None = None
+
+
+@tool("ctx_expand", category="core", args=ExpandArgs, description="""
+Show archived output left out of an answer ("expand ID"): whole, head, tail, lines or grep.""")
+def ctx_expand(lc: Any, caller: Caller, a: ExpandArgs) -> dict[str, Any]:
+    from ...ops.shell import expand
+
+    e = expand(lc, a.archive_id, a.head, a.tail, a.lines, a.grep, max_tokens=a.max_tokens, actor=caller.agent_id,
+               session_id=caller.session_id, project=caller.project)
+    return {"text": e.text, **_without(e, "text")}

@@ -354,9 +354,9 @@ async def test_the_stateless_protocol_works_without_initialize(transport: Transp
         assert again.structured_content["files"][0]["stub"] is (transport.kind == "stdio")
 
 
+# stdio only: the server's environment is per process, so over HTTP it would name every session
+@pytest.mark.parametrize("transport", ["stdio"], indirect=True)
 async def test_lean_ctx_agent_id_fixes_the_identity(transport: Transport) -> None:
-    if transport.kind != "stdio":
-        pytest.skip("the server's environment is per process: over HTTP it would name every session")
     async with transport.connect("claude-code", env={"LEAN_CTX_AGENT_ID": "fixed-agent-7"}) as c:
         agents = _text(await _call(c, "ctx_agent", {"action": "list"}))
         assert any(line.startswith("claude-dev-") and "(fixed-agent-7)" in line and line.endswith("← you")

@@ -36,6 +36,9 @@ VERB_MODULES: dict[str, tuple[str, ...]] = {
     "edit": ("search_cmd",),
     "gain": ("gain_cmd",),
     "mcp": ("mcp_cmd",),
+    "daemon": ("daemon_cmd",),
+    "setup": ("setup_cmd",),
+    "doctor": ("setup_cmd",),
 }
 
 

@@ -1,0 +1,226 @@
+"""Context actions over HTTP (read, search, tree, expand, shell, edit) and the summary.
+
+They run the same operations as the CLI and MCP (``leanctx/ops``), as the agent of the
+``X-Agent-Token``, always in the **server's** project root (an agent's registered project root
+names its registry group, never where files are read): paths are jailed there by the
+operations. Secrets are redacted (``raw`` reads are not served over HTTP).
+
+``shell`` runs a command and ``edit`` writes a file, so they are served only when the server
+allows it (``allow_exec``: by default on a loopback bind, off beyond it; ``--allow-exec`` /
+``--no-exec``); otherwise ``403 HTTP_EXEC_DISABLED``. Whoever holds the bearer token of a
+server with exec allowed can run commands as the server's user: the same power as the MCP
+tools mounted at ``/mcp``.
+
+``GET /v1/context/summary``: savings totals (the ``gain`` report), agents by status, open
+tasks, and the log's head.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any, Union
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import Response
+
+from ...errors import InvalidInput
+from ...projections.agents import list_agents
+from ...projections.savings import SavingsRow, report
+from ...projections.tasks import STATUSES, TERMINAL, list_tasks
+from .bodies import convert, json_body
+from .responses import JSON, HttpError
+from .routes import AGENT, RouteSpec
+from .security import require_agent
+from .state import ServerState, session_of, srv
+
+MAX_SHELL_TIMEOUT = 600.0
+DEFAULT_SHELL_TIMEOUT = 120.0
+
+
+class ReadBody(msgspec.Struct, kw_only=True):
+    paths: Union[list[str], str]
+    mode: str = "auto"
+    fresh: bool = False
+    task: str | None = None
+    intent: str | None = None
+    max_tokens: int | None = None
+
+
+class SearchBody(msgspec.Struct, kw_only=True):
+    query: str
+    method: str = "auto"
+    limit: int = 20
+    glob: str | None = None
+
+
+class TreeBody(msgspec.Struct, kw_only=True):
+    path: str | None = None
+    depth: int = 3
+    max_entries: int = 400
+
+
+class ExpandBody(msgspec.Struct, kw_only=True):
+    archive_id: str
+    head: int | None = None
+    tail: int | None = None
+    lines: str | None = None
+    grep: str | None = None
+    max_tokens: int | None = None
+
+
+class ShellBody(msgspec.Struct, kw_only=True):
+    command: Union[list[str], str]  # an argv, or a string run with bash -c
+    cwd: str | None = None  # inside the project (default: its root)
+    timeout: float = DEFAULT_SHELL_TIMEOUT
+    raw: bool = False  # uncompressed (secrets still redacted)
+
+
+class EditBody(msgspec.Struct, kw_only=True):
+    path: str
+    old: str
+    new: str
+    replace_all: bool = False
+    allow_unread: bool = False
+
+
+async def _prepare(request: Request, body_type: type) -> tuple[ServerState, str, str | None, Any]:
+    st = srv(request)
+    agent = require_agent(request, st.tokens)
+    body: Any = convert(await json_body(request, st.config.max_body_bytes), body_type, what=body_type.__name__)
+    return st, agent, session_of(request), body
+
+
+async def read(request: Request) -> Response:
+    from ...ops.read import read_files
+
+    st, agent, session, b = await _prepare(request, ReadBody)
+    paths = [b.paths] if isinstance(b.paths, str) else b.paths
+    if b.max_tokens is not None and b.max_tokens < 1:
+        raise InvalidInput("READ_INVALID_CAP", "max_tokens must be at least 1")
+    answers = await st.run(read_files, st.lc, paths, mode=b.mode, fresh=b.fresh, task=b.task, intent=b.intent,
+                           raw=False, actor=agent, session_id=session, project=st.project_root, now=st.now(),
+                           cap_tokens=b.max_tokens)
+    return JSON({"files": answers})
+
+
+async def search(request: Request) -> Response:
+    from ...ops.search import search as run_search
+
+    st, agent, session, b = await _prepare(request, SearchBody)
+    ans = await st.run(run_search, st.lc, st.project_root, b.query, method=b.method, limit=b.limit, glob=b.glob,
+                       actor=agent, session_id=session, now=st.now())
+    return JSON(ans)
+
+
+async def tree(request: Request) -> Response:
+    from ...ops.tree import tree as run_tree
+
+    st, _agent, _session_id, b = await _prepare(request, TreeBody)
+    return JSON(await st.run(run_tree, st.project_root, b.path, depth=b.depth, max_entries=b.max_entries))
+
+
+async def expand(request: Request) -> Response:
+    from ...ops.shell import expand as run_expand
+
+    st, agent, session, b = await _prepare(request, ExpandBody)
+    if b.max_tokens is not None and b.max_tokens < 1:
+        raise InvalidInput("EXPAND_INVALID_CAP", "max_tokens must be at least 1")
+    return JSON(await st.run(run_expand, st.lc, b.archive_id, head=b.head, tail=b.tail, lines=b.lines, grep=b.grep,
+                             max_tokens=b.max_tokens, actor=agent, session_id=session, project=st.project_root,
+                             now=st.now()))
+
+
+def _exec_guard(st: ServerState) -> None:
+    if not st.config.exec_allowed():
+        raise HttpError(403, "HTTP_EXEC_DISABLED",
+                        "this server does not run commands or edit files for remote callers; start it with"
+                        " --allow-exec to serve shell and edit")
+
+
+async def shell(request: Request) -> Response:
+    from ...ops.shell import run_shell
+    from ...paths import PathRefused, normalize
+
+    st = srv(request)
+    _exec_guard(st)
+    st, agent, session, b = await _prepare(request, ShellBody)
+    if not (math.isfinite(b.timeout) and 0 < b.timeout <= MAX_SHELL_TIMEOUT):
+        raise InvalidInput("SHELL_INVALID_TIMEOUT",
+                           f"timeout must be above 0 and at most {MAX_SHELL_TIMEOUT:g} seconds")
+    if isinstance(b.command, list) and (not b.command or any(not a for a in b.command)):
+        raise InvalidInput("SHELL_INVALID_COMMAND", "command must be a non-empty argv of non-empty strings")
+    cwd = st.project_root
+    if b.cwd is not None and b.cwd.strip() not in ("", "."):
+        try:
+            rel = normalize(b.cwd, st.project_root, invalid_code="SHELL_INVALID_CWD",
+                            outside_code="SHELL_CWD_OUTSIDE_PROJECT", allow_root=True)
+        except PathRefused as exc:
+            raise InvalidInput(exc.code, exc.message) from None
+        cwd = os.path.join(os.path.realpath(st.project_root), rel.path)
+    r = await st.run(run_shell, st.lc, b.command, cwd=cwd, timeout=b.timeout, raw=b.raw, actor=agent,
+                     session_id=session, project=st.project_root, now=st.now())
+    return JSON({f: getattr(r, f) for f in r.__struct_fields__} | {"saved_tokens": r.saved_tokens})
+
+
+async def edit(request: Request) -> Response:
+    from ...ops.edit import edit_file
+
+    st = srv(request)
+    _exec_guard(st)
+    st, agent, session, b = await _prepare(request, EditBody)
+    return JSON(await st.run(edit_file, st.lc, st.project_root, b.path, b.old, b.new, replace_all=b.replace_all,
+                             allow_unread=b.allow_unread, actor=agent, session_id=session, now=st.now()))
+
+
+# --- summary ----------------------------------------------------------------------------------
+
+class Summary(msgspec.Struct, kw_only=True):
+    project_root: str
+    head: int  # the log's last position
+    savings: SavingsRow  # totals of the `lean-ctx gain` report
+    savings_by_tool: list[SavingsRow]
+    agents: dict[str, int]  # by status (active, idle, stale) and total
+    open_tasks: int  # tasks neither done nor cancelled
+    tasks: dict[str, int]  # by status
+
+
+def summarize(st: ServerState) -> Summary:
+    now = st.now()
+    conn = st.reader("savings", "agents", "tasks")
+    rep = report(conn, by=("tool",))
+    agents: dict[str, int] = {"active": 0, "idle": 0, "stale": 0}
+    views = list_agents(conn, now=now)
+    for a in views:
+        agents[a.status] = agents.get(a.status, 0) + 1
+    agents["total"] = len(views)
+    tasks = {s: 0 for s in STATUSES}
+    for t in list_tasks(conn, now=now):
+        tasks[t.status] = tasks.get(t.status, 0) + 1
+    open_tasks = sum(n for s, n in tasks.items() if s not in TERMINAL)
+    return Summary(project_root=st.project_root, head=st.lc.store.head().position, savings=rep.totals,
+                   savings_by_tool=rep.rows, agents=agents, open_tasks=open_tasks, tasks=tasks)
+
+
+async def summary(request: Request) -> Response:
+    st = srv(request)
+    return JSON(await st.run(summarize, st))
+
+
+TAG = "context"
+ROUTES = [
+    RouteSpec("GET", "/v1/context/summary", summary, "Savings totals, agents by status, open tasks, head.", TAG,
+              response=Summary),
+    RouteSpec("POST", "/v1/context/read", read, "Read files compressed (ctx_read).", TAG, auth=AGENT, body=ReadBody),
+    RouteSpec("POST", "/v1/context/search", search, "Search the project (ctx_search).", TAG, auth=AGENT,
+              body=SearchBody),
+    RouteSpec("POST", "/v1/context/tree", tree, "The project's tree with folder counts (ctx_tree).", TAG, auth=AGENT,
+              body=TreeBody),
+    RouteSpec("POST", "/v1/context/expand", expand, "Expand an archive (ctx_expand).", TAG, auth=AGENT,
+              body=ExpandBody),
+    RouteSpec("POST", "/v1/context/shell", shell, "Run a command, compressed (ctx_shell); needs allow_exec.", TAG,
+              auth=AGENT, body=ShellBody, extra={"x-requires": "allow_exec"}),
+    RouteSpec("POST", "/v1/context/edit", edit, "Edit a file (ctx_edit); needs allow_exec.", TAG, auth=AGENT,
+              body=EditBody, extra={"x-requires": "allow_exec"}),
+]

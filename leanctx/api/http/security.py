@@ -1,0 +1,136 @@
+"""The security middleware, and how a handler learns which agent is calling.
+
+In order, for every request:
+
+1. ``Host`` must be allowed (loopback names, the bind address, ``--allow-host``):
+   ``400 HTTP_HOST_NOT_ALLOWED``. This defeats DNS rebinding against a loopback server.
+2. An ``Origin`` header, when present, must name an allowed host too:
+   ``403 HTTP_ORIGIN_NOT_ALLOWED`` (browsers send it on cross-site requests; no CORS is granted).
+3. With a bearer token configured (always when bound beyond loopback), every route but
+   ``/health`` needs ``Authorization: Bearer <token>``: ``401 AUTH_TOKEN_REQUIRED`` /
+   ``401 AUTH_TOKEN_INVALID``.
+4. Token-bucket rate limit per client: ``429 RATE_LIMITED`` with ``Retry-After``.
+
+Agent identity is separate from the bearer token (which only says "may use this server"): an
+agent's actions need *its own* token in ``X-Agent-Token`` (see ``tokens``). ``require_agent``
+returns the agent id the token proves (``401 AUTH_AGENT_TOKEN_REQUIRED`` /
+``401 AUTH_AGENT_TOKEN_INVALID``), and ``same_agent`` refuses a body that names another agent
+(``403 AUTH_AGENT_MISMATCH``): nobody can act as another agent.
+"""
+
+from __future__ import annotations
+
+import hmac
+import math
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from starlette.requests import Request
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from .ratelimit import TokenBucket
+from .responses import HttpError, error_response
+from .tokens import HEADER, AgentTokens
+
+if TYPE_CHECKING:
+    from .config import ServerConfig
+
+PUBLIC_PATHS = frozenset({"/health"})
+
+
+class SecurityMiddleware:
+    def __init__(self, app: ASGIApp, config: "ServerConfig", tokens: AgentTokens, limiter: TokenBucket) -> None:
+        self.app = app
+        self.config = config
+        self.tokens = tokens
+        self.limiter = limiter
+        self._bearer = config.token.encode() if config.token else None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        try:
+            self._check(scope)
+        except HttpError as err:
+            if scope["type"] == "websocket":
+                await send({"type": "websocket.close", "code": 1008})
+                return
+            await error_response(err)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    def _check(self, scope: Scope) -> None:
+        headers = _headers(scope)
+        if not self.config.host_allowed(headers.get("host")):
+            raise HttpError(400, "HTTP_HOST_NOT_ALLOWED",
+                            f"Host {headers.get('host', '')[:100]!r} is not served here; use the server's address, or"
+                            " start it with --allow-host NAME")
+        origin = headers.get("origin")
+        if origin is not None and origin != "null":
+            netloc = urlsplit(origin).netloc
+            if not self.config.host_allowed(netloc):
+                raise HttpError(403, "HTTP_ORIGIN_NOT_ALLOWED", "cross-origin requests are not accepted")
+        elif origin == "null":
+            raise HttpError(403, "HTTP_ORIGIN_NOT_ALLOWED", "cross-origin requests are not accepted")
+        path = scope.get("path", "")
+        if path in PUBLIC_PATHS:
+            return
+        if self._bearer is not None:
+            auth = headers.get("authorization", "")
+            scheme, _, value = auth.partition(" ")
+            if not auth:
+                raise HttpError(401, "AUTH_TOKEN_REQUIRED",
+                                "this server needs `Authorization: Bearer <token>` (the token it was started with)",
+                                headers={"WWW-Authenticate": 'Bearer realm="lean-ctx"'})
+            if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(), self._bearer):
+                raise HttpError(401, "AUTH_TOKEN_INVALID",
+                                "the bearer token is not the one this server was started with",
+                                headers={"WWW-Authenticate": 'Bearer realm="lean-ctx", error="invalid_token"'})
+        if self.limiter.enabled:
+            agent = self.tokens.verify(headers.get(HEADER.lower()))
+            client = scope.get("client")
+            key = f"agent:{agent}" if agent else f"addr:{client[0] if client else '?'}"
+            wait = self.limiter.take(key)
+            if wait > 0:
+                raise HttpError(429, "RATE_LIMITED",
+                                f"too many requests; retry in {wait:.2f}s (limit {self.limiter.rate:g}/s per client)",
+                                headers={"Retry-After": str(max(1, math.ceil(wait)))})
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for k, v in scope.get("headers", []):
+        name = k.decode("latin-1").lower()
+        if name not in out:
+            out[name] = v.decode("latin-1")
+    return out
+
+
+# --- agent identity -----------------------------------------------------------------------
+
+def agent_of(request: Request, tokens: AgentTokens) -> str | None:
+    """The agent a present, valid ``X-Agent-Token`` proves; None when the header is absent.
+    A present but invalid token is refused (``401 AUTH_AGENT_TOKEN_INVALID``)."""
+    raw = request.headers.get(HEADER)
+    if raw is None:
+        return None
+    agent = tokens.verify(raw)
+    if agent is None:
+        raise HttpError(401, "AUTH_AGENT_TOKEN_INVALID",
+                        f"the {HEADER} header is not a token this server issued; register again to get one")
+    return agent
+
+
+def require_agent(request: Request, tokens: AgentTokens) -> str:
+    agent = agent_of(request, tokens)
+    if agent is None:
+        raise HttpError(401, "AUTH_AGENT_TOKEN_REQUIRED",
+                        f"this action is taken by an agent: send its token in {HEADER} (from POST /v1/agents/register)")
+    return agent
+
+
+def mismatch(agent: str, named: Any) -> HttpError:
+    return HttpError(403, "AUTH_AGENT_MISMATCH",
+                     f"the {HEADER} belongs to {agent!r}, but the request names {str(named)[:128]!r}; an agent acts"
+                     " only as itself", agent=agent)

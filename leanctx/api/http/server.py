@@ -1,0 +1,96 @@
+"""Running the app under uvicorn: in the foreground (``lean-ctx serve``) or in a background
+thread (tests and benchmarks)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+import uvicorn
+
+from .app import create_app
+from .config import ServerConfig
+
+
+def uvicorn_config(app: Any, config: ServerConfig, log_level: str = "info") -> uvicorn.Config:
+    return uvicorn.Config(app, host=config.host, port=config.port, log_level=log_level, lifespan="on",
+                          timeout_graceful_shutdown=3, server_header=False, proxy_headers=False,
+                          forwarded_allow_ips="", access_log=False)
+
+
+class _Server(uvicorn.Server):
+    """Ends the SSE streams first when a signal asks uvicorn to exit, so that they close
+    cleanly instead of holding up (or being cut by) the graceful shutdown."""
+
+    def __init__(self, config: uvicorn.Config, hub: Any) -> None:
+        super().__init__(config)
+        self.hub = hub
+
+    def handle_exit(self, sig: int, frame: Any) -> None:
+        self.hub.stop()
+        super().handle_exit(sig, frame)
+
+
+def _log_to_stderr(level: str) -> None:
+    """The server's own lines (MCP mounted or not, sweeps, failures) next to uvicorn's."""
+    lg = logging.getLogger("leanctx.http")
+    if not lg.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(levelname)s:     %(message)s"))
+        lg.addHandler(handler)
+        lg.propagate = False
+    lg.setLevel(level.upper() if level.upper() in logging.getLevelNamesMapping() else "INFO")
+
+
+def serve(config: ServerConfig, log_level: str = "info") -> None:
+    """Serve until interrupted (SIGINT / SIGTERM end the SSE streams and shut down)."""
+    _log_to_stderr(log_level)
+    app = create_app(config)
+    _Server(uvicorn_config(app, config, log_level), app.state.srv.hub).run()
+
+
+class BackgroundServer:
+    """The app on a real uvicorn in a thread: ``with BackgroundServer(cfg) as s: httpx.get(s.url)``."""
+
+    def __init__(self, config: ServerConfig, log_level: str = "warning") -> None:
+        self.config = config
+        self.app = create_app(config)
+        self.server = uvicorn.Server(uvicorn_config(self.app, config, log_level))
+        self.thread = threading.Thread(target=self.server.run, name="lean-ctx-http", daemon=True)
+
+    @property
+    def state(self) -> Any:
+        return self.app.state.srv
+
+    @property
+    def port(self) -> int:
+        for s in self.server.servers:
+            for sock in s.sockets:
+                return int(sock.getsockname()[1])
+        return self.config.port
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.config.host}:{self.port}"
+
+    def start(self, timeout: float = 10.0) -> "BackgroundServer":
+        self.thread.start()
+        deadline = time.monotonic() + timeout
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the HTTP server did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self.state.hub.stop()  # ends the SSE streams, so the graceful shutdown does not wait on them
+        self.server.should_exit = True
+        self.thread.join(timeout)
+
+    def __enter__(self) -> "BackgroundServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

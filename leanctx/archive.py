@@ -13,9 +13,23 @@ import re
 import tempfile
 from pathlib import Path
 
+import msgspec
+
 from .errors import InvalidInput, NotFound
 
 _ID = re.compile(r"^A[0-9a-f]{16}$")
+
+
+class ArchiveInfo(msgspec.Struct, frozen=True):
+    """An archive an operation wrote before dispatching the command that records it (the
+    text itself is only in the file); ``source`` is the tool that kept it out of an answer."""
+
+    archive_id: str
+    sha256: str
+    bytes: int
+    lines: int
+    tokens: int
+    source: str = "shell"
 
 
 class ArchiveStore:

@@ -31,7 +31,7 @@ from collections.abc import Callable
 
 import msgspec
 
-from ..archive import ArchiveStore
+from ..archive import ArchiveInfo, ArchiveStore
 from ..context import secrets as _secrets
 from ..errors import InvalidInput
 from ..events.kinds.context import ArchiveCreated, FileRead
@@ -65,16 +65,6 @@ MAX_PATHS = 32
 NOTICE_RESERVE = 100  # tokens kept back per later path, so its notice still fits under the cap
 _STUB_MODES = frozenset({"full", "map", "signatures", "aggressive", "entropy"})
 _LINES_KEY = re.compile(r"^lines:\d+-\d+(?:,\d+-\d+)*$")
-
-
-class ArchiveInfo(msgspec.Struct, frozen=True):
-    """An archived (redacted) view, written by the operation before dispatch."""
-
-    archive_id: str
-    sha256: str
-    bytes: int
-    lines: int
-    tokens: int
 
 
 class ReadView(msgspec.Struct, frozen=True):
@@ -239,7 +229,7 @@ def _compose(cmd: RecordRead, f: ReadFile, view: ReadView, head: str, scent: str
             raise InvalidInput("READ_CAP_NO_ARCHIVE", "the answer is past the cap and no archive is configured")
         aid, digest, _ = archives.put(redact_keeping_lines(view.body)[0] if cmd.raw else view.body)
         info = ArchiveInfo(aid, digest, len(view.body.encode("utf-8", "surrogatepass")),
-                           len(body.split("\n")) if body else 0, view.tokens)
+                           len(body.split("\n")) if body else 0, view.tokens, source="read")
     body_lines = body.split("\n") if body else []
     cum = view.cum
     if cum is None or len(cum) != len(body_lines):
@@ -352,7 +342,7 @@ def record(ctx: CommandContext, cmd: RecordRead) -> list[ReadAnswer]:
         )
         if a.archive is not None:
             ai = a.archive
-            ctx.emit(f"archive:{ai.archive_id}", ArchiveCreated(archive_id=ai.archive_id, source="read",
+            ctx.emit(f"archive:{ai.archive_id}", ArchiveCreated(archive_id=ai.archive_id, source=ai.source,
                                                                 sha256=ai.sha256, bytes=ai.bytes, lines=ai.lines,
                                                                 tokens=ai.tokens))
         if agent:

@@ -23,6 +23,7 @@ import re
 
 import msgspec
 
+from ..archive import ArchiveInfo
 from ..errors import InvalidInput
 from ..events import NO_STREAM
 from ..events.kinds.context import ArchiveCreated, ArchiveExpanded, ShellRan
@@ -49,17 +50,6 @@ MAX_SELECTOR_CHARS = 300
 def stream_of(ctx: CommandContext) -> str:
     """Shell runs are recorded per conversation (else per agent)."""
     return f"shell:{ctx.session_id or ctx.actor or 'anonymous'}"
-
-
-class ArchiveInfo(msgspec.Struct, frozen=True):
-    """An archive written next to the log (the text itself is only in the file)."""
-
-    archive_id: str
-    sha256: str
-    bytes: int
-    lines: int
-    tokens: int
-    source: str = "shell"
 
 
 class RecordShell(Command, frozen=True):

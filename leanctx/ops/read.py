@@ -357,7 +357,7 @@ def _archive(store: ArchiveStore, v: View, encoding: str) -> ArchiveInfo:
     aid, digest, _ = store.put(v.text)
     body = v.text.removesuffix("\n")
     return ArchiveInfo(aid, digest, len(v.text.encode("utf-8", "surrogatepass")),
-                       len(body.split("\n")) if body else 0, v.tokens)
+                       len(body.split("\n")) if body else 0, v.tokens, source="read")
 
 
 def _fit(view: ReadView, red_view: View | None, need: int, allowed: int, encoding: str,

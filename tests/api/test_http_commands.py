@@ -108,3 +108,34 @@ def test_context_routes_work_in_the_servers_project(make_server) -> None:  # noq
     edit = api.ok("/v1/context/edit", a, path="src/app.py", old="42", new="43")
     assert (root / "src" / "app.py").read_text().endswith("43\n") and edit
     assert api.client.post("/v1/context/tree", json={}).status_code == 401
+
+
+def test_every_registry_tool_is_reachable_at_v1_tools(make_server) -> None:  # noqa: F811
+    """The generic route serves the MCP tool table: no per-tool HTTP code."""
+    from leanctx.api.registry import tools
+
+    server = make_server(allow_exec=False)
+    root = Path(server.config.project_root)
+    (root / "notes.md").write_text("# notes\nthe parser is in src/\n")
+    api = Api(server)
+    a, b = api.register("claude"), api.register("cursor")
+    names = {t.name for t in tools()}
+    assert {"ctx_read", "ctx_agent", "ctx_task", "ctx_shell"} <= names
+    read = api.ok("/v1/tools/ctx_read", a, paths=["notes.md"], mode="full")
+    assert "the parser is in src/" in read["text"]
+    posted = api.ok("/v1/tools/ctx_agent", a, action="post", title="hello", body="from a")
+    assert posted["message"]["from"] == a.agent_id
+    got = api.ok("/v1/tools/ctx_agent", b, action="read")
+    assert "hello" in got["text"]
+    made = api.ok("/v1/tools/ctx_task", a, action="create", title="parse")
+    tid = made["task"]["task_id"]
+    api.ok("/v1/tools/ctx_task", b, action="claim", task_id=tid)
+    r = api.post("/v1/tools/ctx_task", a, action="claim", task_id=tid)
+    assert r.status_code == 409 and r.json()["error"]["code"] == "LEASE_CONFLICT"
+    r = api.post("/v1/tools/ctx_nope", a)
+    assert r.status_code == 404 and r.json()["error"]["code"] == "TOOL_UNKNOWN"
+    r = api.post("/v1/tools/ctx_read", a, bogus=1)
+    assert r.status_code == 422 and r.json()["error"]["code"] == "INVALID_ARGUMENT"
+    r = api.post("/v1/tools/ctx_shell", a, command="echo hi")  # exec is off on this server
+    assert r.status_code == 403 and r.json()["error"]["code"] == "HTTP_EXEC_DISABLED"
+    assert api.client.post("/v1/tools/ctx_read", json={"paths": ["notes.md"]}).status_code == 401

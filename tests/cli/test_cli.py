@@ -284,3 +284,20 @@ def test_a_verb_runs_with_only_its_modules_loaded(db: Path) -> None:
     loaded, heavy = p.stdout.strip().splitlines()[-2:]
     assert loaded == "['chat_cmd', 'lock_cmd', 'state_cmd', 'task_cmd']"
     assert heavy == "[]", f"a chat verb imported {heavy}"  # no tokenizer, parser, MCP or server
+
+
+def test_call_reaches_any_registry_tool(db: Path, tmp_path: Path) -> None:
+    env = {"LEAN_CTX_AGENT_ID": "caller-1"}
+    listed = jsonl(run(db, "call", "--list", "--json", env=env).stdout)[0]
+    assert {"ctx_read", "ctx_agent", "ctx_task"} <= {t["tool"] for t in listed}
+    posted = jsonl(run(db, "call", "ctx_agent", '{"action": "post", "title": "hi", "body": "x"}', "--json",
+                       env=env).stdout)[0]
+    assert posted["message"]["from"] == "caller-1"
+    piped = subprocess.run([LEAN_CTX, "call", "ctx_task", "-", "--json"], input='{"action": "create", "title": "t"}',
+                           capture_output=True, text=True, timeout=60, env={**os.environ, "LEAN_CTX_DB": str(db), **env})
+    made = jsonl(piped.stdout)[0]
+    assert made["task"]["created_by"] == "caller-1"
+    p = run(db, "call", "ctx_nope", check=False, env=env)
+    assert p.returncode == 2 and "TOOL_UNKNOWN" in p.stderr
+    p = run(db, "call", "ctx_read", "{not json", check=False, env=env)
+    assert p.returncode == 2 and "INVALID_ARGUMENT" in p.stderr

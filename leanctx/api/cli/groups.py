@@ -35,6 +35,7 @@ VERB_MODULES: dict[str, tuple[str, ...]] = {
     "tree": ("search_cmd",),
     "edit": ("search_cmd",),
     "gain": ("gain_cmd",),
+    "call": ("call_cmd",),
     "serve": ("serve_cmd",),
     "mcp": ("mcp_cmd",),
     "daemon": ("daemon_cmd",),

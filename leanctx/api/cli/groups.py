@@ -26,7 +26,7 @@ VERB_MODULES: dict[str, tuple[str, ...]] = {
     "replay": ("db_cmd",),
     "schema": ("db_cmd",),
     "chat": ("chat_cmd", "lock_cmd", "state_cmd", "task_cmd"),
-    "hooks": ("lock_cmd",),
+    "hooks": ("lock_cmd", "session_cmd"),
     "read": ("read_cmd",),
     "shell": ("shell_cmd",),
     "compress": ("shell_cmd",),
@@ -41,6 +41,8 @@ VERB_MODULES: dict[str, tuple[str, ...]] = {
     "daemon": ("daemon_cmd",),
     "setup": ("setup_cmd",),
     "doctor": ("setup_cmd",),
+    "proof": ("proof_cmd",),
+    "keys": ("keys_cmd",),
 }
 
 

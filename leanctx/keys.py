@@ -1,0 +1,271 @@
+"""Ed25519 keys (pynacl): the project key, per-agent keys, a trust store, sign / verify.
+
+Layout under the data dir (``leanctx.config.data_dir()``)::
+
+    keys/                    mode 0700
+      <key_id>.key           the 32-byte seed, hex, one line; mode 0600 (refused if group/other can read it)
+      <key_id>.pub           ``ed25519 <base64 public key> <key_id>`` (one line, mode 0644)
+      trusted/<fp>.pub       public keys added with ``lean-ctx keys trust FILE`` (same format)
+
+A key is created on first use (``load_signing_key(key_id)`` / ``public_key(key_id)``). The
+project key's id is ``project-<project slug>`` (``project_key_id()``); an agent's key id is its
+agent id. Trusted signers are the keys of ``trusted/`` plus every key this data dir holds a
+private key for (its own project and agent keys).
+
+Signatures cover canonical bytes: msgspec JSON with sorted keys (``canonical``). Stable codes:
+``KEY_NOT_FOUND``, ``KEY_UNTRUSTED``, ``SIGNATURE_INVALID``, ``KEY_INSECURE`` (a private key
+file readable by others), ``KEY_INVALID_ID``, ``KEY_INVALID_FILE``.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import re
+import stat
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from nacl.exceptions import BadSignatureError, CryptoError
+from nacl.signing import SigningKey, VerifyKey
+
+from .config import data_dir, project_root, project_slug
+from .errors import CommandError, InvalidInput, NotFound
+
+ALG = "ed25519"
+KEY_NOT_FOUND = "KEY_NOT_FOUND"
+KEY_UNTRUSTED = "KEY_UNTRUSTED"
+SIGNATURE_INVALID = "SIGNATURE_INVALID"
+KEY_INSECURE = "KEY_INSECURE"
+KEY_INVALID_ID = "KEY_INVALID_ID"
+KEY_INVALID_FILE = "KEY_INVALID_FILE"
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+
+
+class KeyInfo(msgspec.Struct, frozen=True):
+    key_id: str
+    fingerprint: str
+    public_key: str  # base64 of the 32 raw bytes
+    private: bool  # this data dir holds the private key
+    trusted: bool
+    path: str
+
+
+# --- encoding -----------------------------------------------------------------------------
+def canonical(value: Any) -> bytes:
+    """The bytes that get signed: compact msgspec JSON, object keys sorted at every level."""
+    return msgspec.json.encode(value, order="sorted")
+
+
+def fingerprint(pub: bytes) -> str:
+    return "sha256:" + hashlib.sha256(pub).hexdigest()[:32]
+
+
+def b64(raw: bytes) -> str:
+    return base64.b64encode(raw).decode("ascii")
+
+
+def unb64(text: str) -> bytes:
+    try:
+        return base64.b64decode(text.encode("ascii"), validate=True)
+    except (ValueError, UnicodeError) as exc:
+        raise InvalidInput(KEY_INVALID_FILE, f"not base64: {text[:40]!r}") from exc
+
+
+def pub_line(pub: bytes, key_id: str) -> str:
+    return f"{ALG} {b64(pub)} {key_id}\n"
+
+
+def parse_pub(text: str, source: str = "public key") -> tuple[bytes, str]:
+    """``ed25519 <base64> <key_id>`` → (raw public key, key id)."""
+    parts = text.strip().split()
+    if len(parts) != 3 or parts[0] != ALG:
+        raise InvalidInput(KEY_INVALID_FILE, f"{source} is not an '{ALG} <base64> <key id>' line")
+    pub = unb64(parts[1])
+    if len(pub) != 32:
+        raise InvalidInput(KEY_INVALID_FILE, f"{source}: an ed25519 public key has 32 bytes, not {len(pub)}")
+    check_id(parts[2])
+    return pub, parts[2]
+
+
+# --- places -------------------------------------------------------------------------------
+def keys_dir(base: Path | None = None) -> Path:
+    return (base or data_dir()) / "keys"
+
+
+def trusted_dir(base: Path | None = None) -> Path:
+    return keys_dir(base) / "trusted"
+
+
+def check_id(key_id: str) -> str:
+    if not isinstance(key_id, str) or not _ID.match(key_id) or ".." in key_id:
+        raise InvalidInput(KEY_INVALID_ID, f"{key_id!r} is not a key id (letters, digits, '.', '_', '-')")
+    return key_id
+
+
+def project_key_id(root: str | os.PathLike[str] | None = None) -> str:
+    return "project-" + project_slug(project_root(root))
+
+
+def _mkdir(path: Path) -> None:
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+
+
+# --- private keys -------------------------------------------------------------------------
+def _read_private(path: Path, key_id: str) -> SigningKey:
+    st = path.stat()
+    if st.st_mode & 0o077:
+        raise CommandError(
+            KEY_INSECURE,
+            f"{path} can be read by other users (mode {stat.S_IMODE(st.st_mode):04o}); run `chmod 600 {path}`",
+            key_id=key_id,
+        )
+    try:
+        seed = bytes.fromhex(path.read_text().strip())
+        if len(seed) != 32:
+            raise ValueError(len(seed))
+        return SigningKey(seed)
+    except (ValueError, CryptoError) as exc:
+        raise InvalidInput(KEY_INVALID_FILE, f"{path} does not hold a 32-byte hex ed25519 seed") from exc
+
+
+def _write_private(path: Path, sk: SigningKey) -> bool:
+    """Create ``path`` (0600) exclusively; False when another process created it first."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return False
+    try:
+        os.fchmod(fd, 0o600)
+        os.write(fd, bytes(sk).hex().encode("ascii") + b"\n")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return True
+
+
+def _write_pub(path: Path, pub: bytes, key_id: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(pub_line(pub, key_id))
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+
+
+def has_key(key_id: str, base: Path | None = None) -> bool:
+    return (keys_dir(base) / f"{check_id(key_id)}.key").exists()
+
+
+def load_signing_key(key_id: str, *, create: bool = True, base: Path | None = None) -> SigningKey:
+    """The private key ``key_id``, created (0600) on first use unless ``create`` is False."""
+    d = keys_dir(base)
+    path = d / f"{check_id(key_id)}.key"
+    if not path.exists():
+        if not create:
+            raise NotFound(KEY_NOT_FOUND, f"no key {key_id!r} in {d}; see `lean-ctx keys list`", key_id=key_id)
+        _mkdir(d)
+        sk = SigningKey.generate()
+        if _write_private(path, sk):
+            _write_pub(d / f"{key_id}.pub", bytes(sk.verify_key), key_id)
+            return sk
+    sk = _read_private(path, key_id)
+    pub_path = d / f"{key_id}.pub"
+    if not pub_path.exists():
+        _write_pub(pub_path, bytes(sk.verify_key), key_id)
+    return sk
+
+
+def public_key(key_id: str, *, create: bool = True, base: Path | None = None) -> bytes:
+    """The raw public key of ``key_id`` (from its ``.pub``; the key is created if missing and ``create``)."""
+    pub_path = keys_dir(base) / f"{check_id(key_id)}.pub"
+    if pub_path.exists() and (keys_dir(base) / f"{key_id}.key").exists():
+        return parse_pub(pub_path.read_text(), str(pub_path))[0]
+    return bytes(load_signing_key(key_id, create=create, base=base).verify_key)
+
+
+def sign(key_id: str, data: bytes, *, base: Path | None = None) -> bytes:
+    """A 64-byte detached Ed25519 signature of ``data`` by ``key_id`` (created on first use)."""
+    return load_signing_key(key_id, base=base).sign(data).signature
+
+
+def verify(pub: bytes, data: bytes, sig: bytes) -> None:
+    """Raise ``SIGNATURE_INVALID`` unless ``sig`` is ``pub``'s signature of ``data``."""
+    try:
+        VerifyKey(pub).verify(data, sig)
+    except (BadSignatureError, CryptoError, ValueError, TypeError) as exc:
+        raise CommandError(SIGNATURE_INVALID, "the signature does not match the signed content and key") from exc
+
+
+def is_valid(pub: bytes, data: bytes, sig: bytes) -> bool:
+    try:
+        verify(pub, data, sig)
+    except CommandError:
+        return False
+    return True
+
+
+# --- the trust store ----------------------------------------------------------------------
+def local_keys(base: Path | None = None) -> list[KeyInfo]:
+    """Keys this data dir holds the private half of (trusted implicitly)."""
+    d = keys_dir(base)
+    out = []
+    for pub_path in sorted(d.glob("*.pub")) if d.is_dir() else []:
+        key_id = pub_path.name[: -len(".pub")]
+        if not (d / f"{key_id}.key").exists():
+            continue
+        try:
+            pub, _ = parse_pub(pub_path.read_text(), str(pub_path))
+        except InvalidInput:
+            continue
+        out.append(KeyInfo(key_id, fingerprint(pub), b64(pub), True, True, str(d / f"{key_id}.key")))
+    return out
+
+
+def trusted_keys(base: Path | None = None) -> list[KeyInfo]:
+    """Keys added to the trust store (``trusted/``)."""
+    d = trusted_dir(base)
+    out = []
+    for p in sorted(d.glob("*.pub")) if d.is_dir() else []:
+        try:
+            pub, key_id = parse_pub(p.read_text(), str(p))
+        except InvalidInput:
+            continue
+        out.append(KeyInfo(key_id, fingerprint(pub), b64(pub), False, True, str(p)))
+    return out
+
+
+def find_trusted(pub: bytes, base: Path | None = None) -> KeyInfo | None:
+    """The trusted key equal to ``pub`` (own keys first), or None."""
+    want = b64(pub)
+    for k in (*local_keys(base), *trusted_keys(base)):
+        if k.public_key == want:
+            return k
+    return None
+
+
+def require_trusted(pub: bytes, base: Path | None = None) -> KeyInfo:
+    k = find_trusted(pub, base)
+    if k is None:
+        raise CommandError(
+            KEY_UNTRUSTED,
+            f"the signer key {fingerprint(pub)} is not trusted here; if you know it, add it with "
+            "`lean-ctx keys trust FILE`",
+            fingerprint=fingerprint(pub),
+        )
+    return k
+
+
+def trust(text: str, source: str = "public key", base: Path | None = None) -> KeyInfo:
+    """Add a public key (a ``.pub`` line) to the trust store; idempotent."""
+    pub, key_id = parse_pub(text, source)
+    d = trusted_dir(base)
+    _mkdir(d)
+    path = d / f"{fingerprint(pub).split(':', 1)[1]}.pub"
+    _write_pub(path, pub, key_id)
+    return KeyInfo(key_id, fingerprint(pub), b64(pub), False, True, str(path))
+
+
+def info(key_id: str, *, create: bool = True, base: Path | None = None) -> KeyInfo:
+    pub = public_key(key_id, create=create, base=base)
+    return KeyInfo(key_id, fingerprint(pub), b64(pub), True, True, str(keys_dir(base) / f"{key_id}.key"))

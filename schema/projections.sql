@@ -31,6 +31,12 @@ CREATE INDEX IF NOT EXISTS diary_entries_category ON diary_entries (agent_id, ca
 -- projection file_versions v1 (strong); folds: file.edited, file.read
 CREATE TABLE IF NOT EXISTS file_versions ( project TEXT NOT NULL, agent TEXT NOT NULL, path TEXT NOT NULL, sha256 TEXT NOT NULL, source TEXT NOT NULL, ts TEXT NOT NULL, position INTEGER NOT NULL, PRIMARY KEY (project, agent, path) );
 
+-- projection knowledge v1 (strong); folds: knowledge.consolidated, knowledge.remembered, knowledge.removed, knowledge.resolved
+CREATE TABLE IF NOT EXISTS knowledge_entries ( id INTEGER PRIMARY KEY, -- position of the write that created the row key TEXT NOT NULL UNIQUE, category TEXT NOT NULL, value TEXT NOT NULL, confidence REAL NOT NULL, source TEXT, agent TEXT NOT NULL, ts TEXT NOT NULL, position INTEGER NOT NULL, conflict INTEGER NOT NULL DEFAULT 0 );
+CREATE TABLE IF NOT EXISTS knowledge_alternatives ( key TEXT NOT NULL, agent TEXT NOT NULL, value TEXT NOT NULL, confidence REAL NOT NULL, source TEXT, ts TEXT NOT NULL, position INTEGER NOT NULL, PRIMARY KEY (key, agent) );
+CREATE VIRTUAL TABLE IF NOT EXISTS knowledge_fts USING fts5(key, value, category, tokenize='porter unicode61');
+CREATE INDEX IF NOT EXISTS knowledge_entries_category ON knowledge_entries (category, key);
+
 -- projection ledger v1 (eventual); folds: budget.consumed, tool.called
 CREATE TABLE IF NOT EXISTS ledger ( agent_id TEXT NOT NULL, area TEXT NOT NULL, item TEXT NOT NULL, count INTEGER NOT NULL, errors INTEGER NOT NULL, duration_ms REAL NOT NULL, tokens INTEGER NOT NULL, first_ts TEXT NOT NULL, last_ts TEXT NOT NULL, PRIMARY KEY (agent_id, area, item) );
 
@@ -52,6 +58,13 @@ CREATE INDEX IF NOT EXISTS savings_pending_conv ON savings_pending (agent, sessi
 -- projection scent v1 (strong); folds: scent.deposited, scent.released
 CREATE TABLE IF NOT EXISTS scent_marks ( project TEXT NOT NULL, target TEXT NOT NULL, kind TEXT NOT NULL, agent TEXT NOT NULL, intensity REAL NOT NULL, deposited_at TEXT NOT NULL, first_at TEXT NOT NULL, deposits INTEGER NOT NULL, position INTEGER NOT NULL, PRIMARY KEY (project, target, kind, agent) );
 CREATE INDEX IF NOT EXISTS scent_marks_kind ON scent_marks (project, kind, target);
+
+-- projection sessions v1 (strong); folds: file.read, search.ran, session.loaded, session.noted, session.reset, session.saved, session.task_set, shell.ran
+CREATE TABLE IF NOT EXISTS sessions ( session_id TEXT PRIMARY KEY, project TEXT NOT NULL, agent_id TEXT, task TEXT, step INTEGER NOT NULL DEFAULT 0, total INTEGER NOT NULL DEFAULT 0, started_at TEXT NOT NULL, updated_at TEXT NOT NULL, position INTEGER NOT NULL, loaded_from TEXT );
+CREATE TABLE IF NOT EXISTS session_notes ( session_id TEXT NOT NULL, seq INTEGER NOT NULL, note TEXT NOT NULL, text TEXT NOT NULL, path TEXT, ts TEXT NOT NULL, position INTEGER NOT NULL, PRIMARY KEY (session_id, seq) );
+CREATE TABLE IF NOT EXISTS session_snapshots ( project TEXT NOT NULL, name TEXT NOT NULL, session_id TEXT NOT NULL, agent_id TEXT NOT NULL, task TEXT, step INTEGER NOT NULL, total INTEGER NOT NULL, notes TEXT NOT NULL, ts TEXT NOT NULL, position INTEGER NOT NULL, PRIMARY KEY (project, name) );
+CREATE TABLE IF NOT EXISTS session_archives ( session_id TEXT NOT NULL, archive_id TEXT NOT NULL, source TEXT NOT NULL, position INTEGER NOT NULL, PRIMARY KEY (session_id, archive_id) );
+CREATE INDEX IF NOT EXISTS sessions_project ON sessions (project, agent_id, updated_at);
 
 -- projection tasks v1 (strong); folds: task.blocked, task.claimed, task.completed, task.created, task.recovered, task.released, task.renewed, task.status_changed, task.updated
 CREATE TABLE IF NOT EXISTS tasks ( channel TEXT NOT NULL, task_id TEXT NOT NULL, title TEXT NOT NULL, status TEXT NOT NULL, owner TEXT, to_agent TEXT, created_by TEXT, files_hint TEXT NOT NULL, acceptance TEXT, branch TEXT, blocked_reason TEXT, lease_expires_at TEXT, lease_seconds REAL, claimed_at TEXT, created_at TEXT NOT NULL, created_pos INTEGER NOT NULL, updated_at TEXT NOT NULL, completed_at TEXT, previous_owner TEXT, previous_lease_expires_at TEXT, recovery_reason TEXT, recovered_at TEXT, version INTEGER NOT NULL, PRIMARY KEY (channel, task_id) );

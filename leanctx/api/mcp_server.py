@@ -71,6 +71,9 @@ log = logging.getLogger("leanctx.mcp")
 SESSION_KEY = "leanctx.session"
 CALL_META = "lean-ctx/call"
 SESSION_META = "lean-ctx/session"
+EXPECTED_META = "lean-ctx/expected_call"  # request _meta (or argument ``expected_call``): compaction detection
+RESUME_META = "lean-ctx/resume"
+EXPECTED_ARG = "expected_call"
 DEFAULT_HTTP_PORT = 3345
 INSTRUCTIONS = ("lean-ctx: compressed project context and multi-agent coordination. Prefer ctx_read, ctx_shell, "
                 "ctx_search over plain tools; re-reads of unchanged files return short stubs. Coordinate with "
@@ -98,6 +101,10 @@ class Hub:
         self._by_client: dict[str, McpSession] = {}
         self._lock = threading.Lock()
         self._alock = anyio.Lock()
+        from ..resume import gap_threshold_from_env, max_tokens_from_env
+
+        self.gap_threshold = gap_threshold_from_env()
+        self.resume_max_tokens = max_tokens_from_env()
 
     @property
     def lc(self) -> Any:
@@ -249,17 +256,43 @@ class LeanCtxMCP(MCPServer):
         sess = await self.session_for(rc)
         n = sess.tick()
         caller = sess.caller(self.hub.project)
+        args, expected = _expected_call(rc, arguments)
+        resume = sess.claim_resume(n, expected, self.hub.gap_threshold)
         try:
-            out = await self.hub.run(lambda: registry.call(self.hub.lc, caller, name, arguments))
-        except LeanCtxError as exc:
-            return _error(exc, n, sess)
+            out = await self.hub.run(lambda: registry.call(self.hub.lc, caller, name, args))
         except Exception as exc:
-            log.exception("tool %s failed", name)
-            return _error(LeanCtxError("INTERNAL_ERROR", f"{name} failed unexpectedly ({type(exc).__name__}); "
-                                       "the lean-ctx server log has the details"), n, sess)
+            if not isinstance(exc, LeanCtxError):
+                log.exception("tool %s failed", name)
+                exc = LeanCtxError("INTERNAL_ERROR", f"{name} failed unexpectedly ({type(exc).__name__}); "
+                                   "the lean-ctx server log has the details")
+            failed = _error(exc, n, sess)
+            if resume:  # the gap was seen: the block goes with the error rather than be lost
+                await self._add_resume(failed, sess)
+            return failed
         if sess.take_changed() and rc is not None:
             await rc.session.send_notification(ToolListChangedNotification(), related_request_id=rc.request_id)
-        return _result(out, n, sess)
+        result = _result(out, n, sess)
+        if resume:
+            await self._add_resume(result, sess)
+        return result
+
+    async def _add_resume(self, result: CallToolResult, sess: McpSession) -> None:
+        """Compaction detected: the session's resume block goes with this answer."""
+        from ..commands.sessions import session_of
+        from ..resume import build_resume
+
+        try:
+            sid = session_of(sess.agent_id, sess.session_id)
+            block = await self.hub.run(build_resume, self.hub.lc, sid, sess.agent_id, self.hub.project,
+                                       max_tokens=self.hub.resume_max_tokens)
+        except Exception:  # the answer itself must not fail
+            log.warning("could not build the resume block of %s", sess.session_id, exc_info=True)
+            return
+        result.content.append(TextContent(type="text", text=block.text))
+        if isinstance(result.structured_content, dict):
+            result.structured_content["resume"] = block.text
+        if result.meta is not None:
+            result.meta[RESUME_META] = block.tokens
 
     # --- resources and prompts ---------------------------------------------------------------
     async def list_resources(self) -> list[MCPResource]:
@@ -291,6 +324,25 @@ class LeanCtxMCP(MCPServer):
             raise MCPError(code=INVALID_PARAMS, message=f"{exc.code}: {exc.message}") from None
         return GetPromptResult(description=res.PROMPTS.get(name, ("",))[0],
                                messages=[PromptMessage(role="user", content=TextContent(type="text", text=text))])
+
+
+def _expected_call(rc: Any, arguments: dict[str, Any] | None) -> tuple[dict[str, Any] | None, int | None]:
+    """The call number the client expects (argument ``expected_call``, else request
+    ``_meta["lean-ctx/expected_call"]``); the argument is taken out of the tool's arguments."""
+    raw: Any = None
+    if isinstance(arguments, dict) and EXPECTED_ARG in arguments:
+        arguments = dict(arguments)
+        raw = arguments.pop(EXPECTED_ARG)
+    if raw is None and rc is not None:
+        meta = getattr(rc, "meta", None)
+        if meta is not None and not isinstance(meta, dict):
+            meta = meta.model_dump(by_alias=True) if hasattr(meta, "model_dump") else None
+        if isinstance(meta, dict):
+            raw = meta.get(EXPECTED_META)
+    try:
+        return arguments, (int(raw) if raw is not None and not isinstance(raw, bool) else None)
+    except (TypeError, ValueError):
+        return arguments, None
 
 
 def _meta(n: int, sess: McpSession) -> dict[str, Any]:

@@ -118,6 +118,7 @@ class McpSession:
     agent_name: str | None = None
     registered: bool = False
     calls: int = 0
+    resumed_at: int = 0  # the call that last carried the resume block (compaction detection)
     _loaded: set[str] = field(default_factory=set)
     _changed: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -134,6 +135,17 @@ class McpSession:
         with self._lock:
             self.calls += 1
             return self.calls
+
+    def claim_resume(self, call: int, expected: int | None, threshold: int) -> bool:
+        """Whether call number ``call``, whose client expected ``expected``, gets the resume
+        block (``leanctx.resume.compaction_gap``: a lag of ``threshold`` or more, once per gap)."""
+        from ..resume import compaction_gap
+
+        with self._lock:
+            if not compaction_gap(call, expected, last_injected=self.resumed_at, threshold=threshold):
+                return False
+            self.resumed_at = call
+            return True
 
     def caller(self, project: str) -> Caller:
         return Caller(self.agent_id, self.session_id, project, toolset=self)

@@ -32,8 +32,8 @@ pytestmark = pytest.mark.anyio
 
 LEAN_CTX = str(Path(sys.executable).parent / "lean-ctx")
 CORE = {"ctx_read", "ctx_shell", "ctx_search", "ctx_tree", "ctx_edit", "ctx_expand", "ctx_call", "ctx_load_tools"}
-SESSION = {"ctx_agent", "ctx_task"}
-ALL = CORE | SESSION | {"ctx_gain"}
+SESSION = {"ctx_agent", "ctx_task", "ctx_session", "ctx_overview"}
+ALL = CORE | SESSION | {"ctx_gain", "ctx_knowledge"}
 TOKEN_TARGET = 2000
 _SCRUB = ("LEAN_CTX_AGENT_ID", "LEAN_CTX_SESSION_ID", "LEAN_CTX_MCP_FEATURES", "LEAN_CTX_DB", "LEAN_CTX_HOME")
 
@@ -252,7 +252,7 @@ async def test_loading_a_category_sends_list_changed(transport: Transport) -> No
         r = await _call(c, "ctx_load_tools", {"action": "load", "categories": ["metrics"]})
         assert r.structured_content["changed"] == ["metrics"]
         await _wait_for(lambda: len(changed()) == 1)
-        assert {t.name for t in (await c.list_tools()).tools} == ALL
+        assert {t.name for t in (await c.list_tools()).tools} == CORE | SESSION | {"ctx_gain"}
         gain = await _call(c, "ctx_gain", {"by": ["tool"]})
         assert "total:" in _text(gain)
         again = await _call(c, "ctx_load_tools", {"action": "load", "categories": ["metrics"]})

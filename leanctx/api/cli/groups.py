@@ -41,8 +41,11 @@ VERB_MODULES: dict[str, tuple[str, ...]] = {
     "daemon": ("daemon_cmd",),
     "setup": ("setup_cmd",),
     "doctor": ("setup_cmd",),
+    "knowledge": ("knowledge_cmd",),
     "proof": ("proof_cmd",),
     "keys": ("keys_cmd",),
+    "session": ("session_cmd",),
+    "overview": ("session_cmd",),
 }
 
 

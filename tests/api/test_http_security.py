@@ -4,7 +4,6 @@ size, the agent-token secret, and the real ``lean-ctx serve`` process."""
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -20,7 +19,7 @@ from leanctx.errors import InvalidInput
 
 from .test_http_common import Api, SSEReader, make_config, make_server  # noqa: F401
 
-LEAN_CTX = shutil.which("lean-ctx") or str(Path(sys.executable).with_name("lean-ctx"))
+LEAN_CTX = str(Path(sys.executable).with_name("lean-ctx"))  # this interpreter's, not whatever PATH finds
 TOKEN = "s3cret-token-for-tests-0123456789"
 
 

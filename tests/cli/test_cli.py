@@ -13,7 +13,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-LEAN_CTX = shutil.which("lean-ctx") or str(Path(sys.executable).with_name("lean-ctx"))
+LEAN_CTX = str(Path(sys.executable).with_name("lean-ctx"))  # this interpreter's, not whatever PATH finds
 
 
 def run(db: Path, *args: str, env: dict[str, str] | None = None, check: bool = True,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -20,7 +19,7 @@ from leanctx.app import LeanCtx
 from leanctx.commands.chat import PostMessage
 from tools.replay import replay
 
-LEAN_CTX = shutil.which("lean-ctx") or str(Path(sys.executable).with_name("lean-ctx"))
+LEAN_CTX = str(Path(sys.executable).with_name("lean-ctx"))  # this interpreter's, not whatever PATH finds
 REPO = Path(__file__).resolve().parents[2]
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -23,7 +22,7 @@ from leanctx.events.kinds.diary import DiaryWritten
 from leanctx.projections.diaries import CATEGORIES, DiaryEntry, diary_size, recall_diary
 
 T0 = 1_800_000_000.0
-LEAN_CTX = shutil.which("lean-ctx") or str(Path(sys.executable).with_name("lean-ctx"))
+LEAN_CTX = str(Path(sys.executable).with_name("lean-ctx"))  # this interpreter's, not whatever PATH finds
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -41,7 +41,7 @@ from leanctx.projections.locks import (
 from tools.replay import replay
 
 T0 = 1_800_000_000.0
-LEAN_CTX = shutil.which("lean-ctx") or str(Path(sys.executable).with_name("lean-ctx"))
+LEAN_CTX = str(Path(sys.executable).with_name("lean-ctx"))  # this interpreter's, not whatever PATH finds
 
 
 @pytest.fixture

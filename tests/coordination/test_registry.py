@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -37,7 +36,7 @@ from leanctx.projections.agents import (
 )
 
 T0 = 1_800_000_000.0
-LEAN_CTX = shutil.which("lean-ctx") or str(Path(sys.executable).with_name("lean-ctx"))
+LEAN_CTX = str(Path(sys.executable).with_name("lean-ctx"))  # this interpreter's, not whatever PATH finds
 ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.timeout(120)

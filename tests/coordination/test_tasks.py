@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -38,7 +37,7 @@ from leanctx.projections.tasks import TaskView, get_task, list_tasks
 from tools.replay import replay
 
 T0 = 1_900_000_000.0
-LEAN_CTX = shutil.which("lean-ctx") or str(Path(sys.executable).with_name("lean-ctx"))
+LEAN_CTX = str(Path(sys.executable).with_name("lean-ctx"))  # this interpreter's, not whatever PATH finds
 STATES = ("open", "in_progress", "blocked", "done", "cancelled")
 # written out independently of the code under test
 ALLOWED = {

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -24,7 +23,7 @@ from leanctx.projections.knowledge import (fts_query, get_entry, jaccard, list_e
 from tools.replay import replay
 
 T0 = 1_800_000_000.0
-LEAN_CTX = shutil.which("lean-ctx") or str(Path(sys.executable).with_name("lean-ctx"))
+LEAN_CTX = str(Path(sys.executable).with_name("lean-ctx"))  # this interpreter's, not whatever PATH finds
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -5,7 +5,6 @@ through the tool registry and the real ``lean-ctx overview``."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -27,7 +26,7 @@ from leanctx.commands.tasks import CreateTask
 from leanctx.context.tokens import count_tokens
 from leanctx.overview import build_overview
 
-LEAN_CTX = shutil.which("lean-ctx") or str(Path(sys.executable).with_name("lean-ctx"))
+LEAN_CTX = str(Path(sys.executable).with_name("lean-ctx"))  # this interpreter's, not whatever PATH finds
 T0 = 1_800_000_000.0
 pytestmark = pytest.mark.timeout(120)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -40,7 +39,7 @@ from leanctx.projections.sessions import (
 )
 from leanctx.resume import build_resume, compaction_gap, resume_path, write_resume
 
-LEAN_CTX = shutil.which("lean-ctx") or str(Path(sys.executable).with_name("lean-ctx"))
+LEAN_CTX = str(Path(sys.executable).with_name("lean-ctx"))  # this interpreter's, not whatever PATH finds
 pytestmark = pytest.mark.timeout(120)
 
 

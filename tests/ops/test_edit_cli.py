@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +15,7 @@ from leanctx.app import LeanCtx
 from leanctx.events import NewEvent, TopicFilter
 from leanctx.events.kinds.context import FileRead
 
-LEAN_CTX = shutil.which("lean-ctx") or str(Path(sys.executable).with_name("lean-ctx"))
+LEAN_CTX = str(Path(sys.executable).with_name("lean-ctx"))  # this interpreter's, not whatever PATH finds
 
 
 def run(db: Path, proj: Path, *args: str, agent: str = "A", cwd: Path | None = None,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +14,7 @@ from leanctx.events.codec import payload_dict
 from leanctx.ops.read import ReadAnswer, read_files
 
 T0 = 1_800_000_000.0
-LEAN_CTX = shutil.which("lean-ctx") or str(Path(sys.executable).with_name("lean-ctx"))
+LEAN_CTX = str(Path(sys.executable).with_name("lean-ctx"))  # this interpreter's, not whatever PATH finds
 APP_PY = '''"""A small app."""
 
 import os

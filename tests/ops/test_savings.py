@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from itertools import count
@@ -28,7 +27,7 @@ from leanctx.events.kinds.context import (
 from leanctx.projections import savings as sv
 from tools.replay import replay
 
-LEAN_CTX = shutil.which("lean-ctx") or str(Path(sys.executable).with_name("lean-ctx"))
+LEAN_CTX = str(Path(sys.executable).with_name("lean-ctx"))  # this interpreter's, not whatever PATH finds
 D1, D2, D3 = "2026-03-01", "2026-03-02", "2026-03-04"  # D3 leaves a gap day (03-03)
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +14,7 @@ from leanctx.app import LeanCtx
 from leanctx.context.tokens import count_tokens
 from leanctx.events import TopicFilter
 
-LEAN_CTX = shutil.which("lean-ctx") or str(Path(sys.executable).with_name("lean-ctx"))
+LEAN_CTX = str(Path(sys.executable).with_name("lean-ctx"))  # this interpreter's, not whatever PATH finds
 
 
 def run(db: Path, proj: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

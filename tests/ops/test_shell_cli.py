@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +15,7 @@ from leanctx.app import LeanCtx
 from leanctx.context.tokens import count_tokens
 from leanctx.events.codec import payload_dict
 
-LEAN_CTX = shutil.which("lean-ctx") or str(Path(sys.executable).with_name("lean-ctx"))
+LEAN_CTX = str(Path(sys.executable).with_name("lean-ctx"))  # this interpreter's, not whatever PATH finds
 PY = sys.executable
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "shell"
 

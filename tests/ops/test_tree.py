@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +13,7 @@ import pytest
 from leanctx.errors import LeanCtxError
 from leanctx.ops.tree import tree
 
-LEAN_CTX = shutil.which("lean-ctx") or str(Path(sys.executable).with_name("lean-ctx"))
+LEAN_CTX = str(Path(sys.executable).with_name("lean-ctx"))  # this interpreter's, not whatever PATH finds
 
 
 def write(root: Path, rel: str, text: str = "x\n") -> None:

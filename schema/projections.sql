@@ -31,6 +31,10 @@ CREATE INDEX IF NOT EXISTS diary_entries_category ON diary_entries (agent_id, ca
 -- projection file_versions v1 (strong); folds: file.edited, file.read
 CREATE TABLE IF NOT EXISTS file_versions ( project TEXT NOT NULL, agent TEXT NOT NULL, path TEXT NOT NULL, sha256 TEXT NOT NULL, source TEXT NOT NULL, ts TEXT NOT NULL, position INTEGER NOT NULL, PRIMARY KEY (project, agent, path) );
 
+-- projection handoffs v1 (strong); folds: handoff.created, handoff.imported
+CREATE TABLE IF NOT EXISTS handoffs ( handoff_id TEXT PRIMARY KEY, sender TEXT NOT NULL, session_id TEXT NOT NULL, key_id TEXT NOT NULL, fingerprint TEXT NOT NULL, digest TEXT NOT NULL, counts TEXT NOT NULL, message TEXT, ts TEXT NOT NULL, position INTEGER NOT NULL );
+CREATE TABLE IF NOT EXISTS handoff_imports ( handoff_id TEXT NOT NULL, position INTEGER NOT NULL, sender TEXT NOT NULL, receiver TEXT NOT NULL, session_id TEXT NOT NULL, fingerprint TEXT NOT NULL, digest TEXT NOT NULL, applied TEXT NOT NULL, tasks TEXT NOT NULL, knowledge_imported INTEGER NOT NULL, via TEXT NOT NULL, ts TEXT NOT NULL, PRIMARY KEY (handoff_id, position) );
+
 -- projection knowledge v1 (strong); folds: knowledge.consolidated, knowledge.remembered, knowledge.removed, knowledge.resolved
 CREATE TABLE IF NOT EXISTS knowledge_entries ( id INTEGER PRIMARY KEY, -- position of the write that created the row key TEXT NOT NULL UNIQUE, category TEXT NOT NULL, value TEXT NOT NULL, confidence REAL NOT NULL, source TEXT, agent TEXT NOT NULL, ts TEXT NOT NULL, position INTEGER NOT NULL, conflict INTEGER NOT NULL DEFAULT 0 );
 CREATE TABLE IF NOT EXISTS knowledge_alternatives ( key TEXT NOT NULL, agent TEXT NOT NULL, value TEXT NOT NULL, confidence REAL NOT NULL, source TEXT, ts TEXT NOT NULL, position INTEGER NOT NULL, PRIMARY KEY (key, agent) );

@@ -46,6 +46,8 @@ VERB_MODULES: dict[str, tuple[str, ...]] = {
     "keys": ("keys_cmd",),
     "session": ("session_cmd",),
     "overview": ("session_cmd",),
+    "handoff": ("handoff_cmd",),
+    "pack": ("handoff_cmd",),
 }
 
 

@@ -1,0 +1,75 @@
+"""``POST /v1/a2a/handoff``: receive a TransportEnvelopeV1 (``leanctx.envelope``).
+
+The body is the envelope's canonical bytes (as ``lean-ctx pack send`` posts them). The MAC is
+checked with this server's A2A secret (``$LEAN_CTX_A2A_SECRET``, else ``<data dir>/a2a-secret``);
+a bad MAC is refused (``ENVELOPE_BAD_MAC``, 401) and nothing is applied or recorded. A handoff
+payload is then imported: verified against this server's trust store and recorded
+(``handoff.imported``). With ``?apply=1`` and the receiving agent's ``X-Agent-Token`` its
+session, knowledge and workflow are applied for that agent; without a token the import is
+recorded by the agent ``a2a`` and nothing is applied. A ``context`` payload is acknowledged
+(MAC checked) and not stored.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from ... import envelope as env
+from ... import handoff_bundle as hb
+from ...errors import InvalidInput, LeanCtxError
+from .bodies import raw_body
+from .responses import JSON, HttpError
+from .routes import AGENT_OPTIONAL, Param, RouteSpec
+from .security import agent_of
+from .state import session_of, srv
+
+RECEIVER = "a2a"
+
+
+def _receive(st: Any, data: bytes, agent: str | None, session: str | None, apply: bool) -> dict[str, Any]:
+    from ...commands.handoff import ImportHandoff
+    from ..tools.handoff import imported_text
+
+    e = env.open_envelope(data, env.server_secret())
+    if e.payload_kind != "handoff":
+        return {"text": f"{e.payload_kind} package from {e.sender}: MAC ok", "payload_kind": e.payload_kind,
+                "sender": e.sender}
+    if not isinstance(e.payload, dict):
+        raise InvalidInput(hb.HANDOFF_INVALID, "the envelope's handoff payload is not a bundle object")
+    cmd = ImportHandoff(bundle=hb.encode(e.payload).decode(), apply_knowledge=apply, apply_session=apply,
+                        apply_workflow=apply, via="envelope")
+    res = st.lc.bus.dispatch(cmd, actor=agent or RECEIVER, session_id=session, project=str(st.project_root))
+    return {"text": imported_text(res.value), "payload_kind": "handoff", "sender": e.sender, "import": res.value,
+            "call_position": res.call_position}
+
+
+async def receive(request: Request) -> Response:
+    st = srv(request)
+    agent = agent_of(request, st.tokens)
+    apply = request.query_params.get("apply", "") in ("1", "true", "yes")
+    if apply and agent is None:
+        raise HttpError(401, "AUTH_AGENT_TOKEN_REQUIRED",
+                        "applying a handoff acts for an agent: send its token in X-Agent-Token")
+    data = await raw_body(request, st.config.max_body_bytes)
+    try:
+        out = await st.run(_receive, st, data, agent, session_of(request), apply)
+    except LeanCtxError as err:
+        if err.code == env.ENVELOPE_BAD_MAC:
+            raise HttpError(401, err.code, err.message) from None
+        raise
+    return JSON(out)
+
+
+ROUTES = [
+    RouteSpec(
+        "POST", "/v1/a2a/handoff", receive,
+        "Receive a TransportEnvelopeV1 (HMAC-SHA256 with the shared A2A secret) carrying a handoff bundle; "
+        "?apply=1 applies it for the X-Agent-Token's agent.",
+        "a2a", auth=AGENT_OPTIONAL,
+        params=(Param("apply", type="boolean", description="Apply session, knowledge and workflow (needs X-Agent-Token)."),),
+        operation_id="receive_handoff_envelope",
+    ),
+]

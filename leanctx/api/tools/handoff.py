@@ -1,0 +1,122 @@
+"""``ctx_handoff``: hand your work to another agent as a signed bundle, or take over another
+agent's work from one (see ``leanctx.commands.handoff``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+
+from ...errors import InvalidInput
+from ..registry import Caller, tool
+
+Action = Literal["create", "import", "list", "show"]
+
+
+class HandoffArgs(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    action: Action
+    knowledge: str = "all"  # create: all | none | a category
+    message: str | None = None  # create: a note for the receiver
+    diary_limit: int = 50  # create
+    out: str | None = None  # create: write the bundle to this file (relative to the project)
+    path: str | None = None  # import: a bundle file (relative to the project)
+    bundle: str | None = None  # import: the bundle text itself
+    apply_knowledge: bool = False
+    apply_session: bool = False
+    apply_workflow: bool = False
+    handoff_id: str | None = None  # show
+
+
+def _dispatch(lc: Any, caller: Caller, command: Any) -> Any:
+    return lc.bus.dispatch(command, actor=caller.agent_id, session_id=caller.session_id,
+                           project=caller.project).value
+
+
+def _path(caller: Caller, p: str) -> Path:
+    path = Path(p).expanduser()
+    return path if path.is_absolute() else Path(caller.project) / path
+
+
+def created_text(v: Any, out: str | None = None) -> str:
+    c = v.counts
+    where = f" → {out}" if out else ""
+    return (f"handoff {v.handoff_id} by {v.sender} (session {v.session_id}, key {v.fingerprint}){where}: "
+            f"{c['notes']} notes, {c['knowledge']} facts, {c['tasks']} open tasks, {c['files']} files, "
+            f"{c['diary']} diary entries")
+
+
+def imported_text(v: Any) -> str:
+    lines = [f"handoff {v.handoff_id} from {v.sender} verified (signer {v.signer} {v.fingerprint}) → "
+             f"{v.receiver} session {v.session_id}; applied: {', '.join(v.applied) or 'nothing'}"]
+    if v.message:
+        lines.append(f"message: {v.message}")
+    if v.task:
+        lines.append(f"task: {v.task}" + (f" — step {v.step}/{v.total}" if v.total else ""))
+    lines.append(f"{v.notes} findings/decisions, {len(v.knowledge_imported)} facts imported "
+                 f"({len(v.knowledge_skipped)} already known), {v.diary} diary entries")
+    lines += [f"{f.ref} {f.path} {(f.content_hash or '')[:12]}" for f in v.files]
+    lines += [f"task {t.channel}/{t.task_id} [{t.status}{'' if t.status_here in (None, t.status) else ' → ' + t.status_here}]"
+              f" {t.title}: {t.suggestion}" for t in v.tasks]
+    return "\n".join(lines)
+
+
+def list_handoffs(lc: Any) -> dict[str, Any]:
+    from ...projections.handoffs import list_created, list_imported
+
+    conn = lc.projections.reader("handoffs")
+    created, imported = list_created(conn), list_imported(conn)
+    lines = [f"created  {h.handoff_id} by {h.sender} {h.ts[:19]} {h.counts}" for h in created]
+    lines += [f"imported {i.handoff_id} from {i.sender} by {i.receiver} {i.ts[:19]} applied: "
+              f"{','.join(i.applied) or '-'} via {i.via}" for i in imported]
+    return {"text": "\n".join(lines) or "no handoffs", "created": created, "imported": imported}
+
+
+def show_handoff(lc: Any, handoff_id: str) -> dict[str, Any]:
+    from ...errors import NotFound
+    from ...projections.handoffs import get_created, imports_of
+
+    conn = lc.projections.reader("handoffs")
+    c, imps = get_created(conn, handoff_id), imports_of(conn, handoff_id)
+    if c is None and not imps:
+        raise NotFound("HANDOFF_NOT_FOUND", f"no handoff {handoff_id!r} in this log; see `lean-ctx handoff list`")
+    lines = []
+    if c:
+        lines.append(f"created {c.ts[:19]} by {c.sender} session {c.session_id} key {c.fingerprint} "
+                     f"digest {c.digest[:16]} {c.counts}" + (f" message: {c.message}" if c.message else ""))
+    lines += [f"imported {i.ts[:19]} by {i.receiver} into {i.session_id} applied: {','.join(i.applied) or '-'}"
+              f" via {i.via} digest {i.digest[:16]}" for i in imps]
+    return {"text": "\n".join(lines), "created": c, "imports": imps}
+
+
+@tool("ctx_handoff", category="memory", args=HandoffArgs, description="""
+Hand work to another agent with a signed bundle, or continue another agent's work. action:
+create(knowledge?: all|none|CATEGORY, message?, out?) → bundle | import(path | bundle,
+apply_session?, apply_knowledge?, apply_workflow?) (verified against the trust store) | list |
+show(handoff_id).""")
+def ctx_handoff(lc: Any, caller: Caller, a: HandoffArgs) -> dict[str, Any]:
+    from ...commands.handoff import CreateHandoff, ImportHandoff
+
+    if a.action == "create":
+        v = _dispatch(lc, caller, CreateHandoff(knowledge=a.knowledge, diary_limit=a.diary_limit, message=a.message))
+        if a.out:
+            _path(caller, a.out).write_text(v.bundle)
+        return {"text": created_text(v, a.out), "handoff": v}
+    if a.action == "import":
+        if (a.path is None) == (a.bundle is None):
+            raise InvalidInput("INVALID_ARGUMENT", "ctx_handoff import needs path or bundle (one of them)")
+        if a.path is not None:
+            try:
+                text = _path(caller, a.path).read_bytes().decode("utf-8")
+            except (OSError, UnicodeError) as exc:
+                raise InvalidInput("HANDOFF_INVALID", f"cannot read {a.path}: {exc}") from None
+        else:
+            text = a.bundle or ""
+        v = _dispatch(lc, caller, ImportHandoff(bundle=text, apply_knowledge=a.apply_knowledge,
+                                                apply_session=a.apply_session, apply_workflow=a.apply_workflow))
+        return {"text": imported_text(v), "import": v}
+    if a.action == "list":
+        return list_handoffs(lc)
+    if not a.handoff_id:
+        raise InvalidInput("INVALID_ARGUMENT", "ctx_handoff show needs handoff_id")
+    return show_handoff(lc, a.handoff_id)

@@ -1,0 +1,238 @@
+"""Handoff commands: create a signed bundle of the caller's work, import (verify, then apply)
+another agent's bundle. Stream ``handoff:<handoff_id>``.
+
+Create packs the caller's session (task, step, findings, decisions), its file refs with content
+hashes, the project's knowledge (all, a category, or none), the caller's workflow state (tasks it
+owns or was delegated that are open, in progress or blocked) and its diary (newest
+``diary_limit`` entries), signs it with the caller's Ed25519 key (``keys/<agent_id>.key``,
+created on first use) and records ``handoff.created``.
+
+Import verifies the bundle **inside the write transaction** (so nothing can be applied from an
+unverified bundle) against the trust store (``leanctx.handoff_bundle``), then, as asked:
+
+- ``apply_session``: the importer's session is reset and given the sender's task, step/total,
+  findings and decisions (in order) — it continues where the sender stopped. File refs are
+  reported, not replayed: refs come from the importer's own reads (the hashes tell it which files
+  changed since).
+- ``apply_knowledge``: every entry not identical to the current fact is remembered (the usual
+  conflict rule applies when another agent wrote a different value within the window).
+- ``apply_workflow``: the sender's open tasks are *reported* (with their state here, if the task
+  exists in this log) and recorded on ``handoff.imported``; they are not reassigned, because
+  claims and leases are exclusive decisions of the task family — the importer claims them with
+  `lean-ctx chat task claim` once the sender releases them or their lease expires.
+
+Codes: HANDOFF_NO_AGENT, HANDOFF_INVALID, HANDOFF_TAMPERED, HANDOFF_UNSIGNED, KEY_UNTRUSTED,
+SIGNATURE_INVALID (see ``leanctx.handoff_bundle``).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import msgspec
+
+from .. import handoff_bundle as hb
+from .. import keys
+from ..errors import InvalidInput
+from ..events.kinds.handoff import HandoffCreated, HandoffImported
+from ..events.kinds.knowledge import KnowledgeRemembered
+from ..events.kinds.session import SessionNoted, SessionReset, SessionTaskSet
+from ..projections.agents import LEFT_DEREGISTERED
+from ..projections.diaries import recall_diary
+from ..projections.knowledge import get_entry, list_entries
+from ..projections.sessions import get_session, session_files, session_notes
+from ..projections.tasks import get_task, list_tasks
+from .bus import Command, CommandContext, handles
+from .knowledge import DEFAULT_WINDOW_S, check_category
+from .knowledge import stream_of as knowledge_stream
+from .sessions import session_of
+from .sessions import stream_of as session_stream
+
+OPEN_STATUSES = ("open", "in_progress", "blocked")
+
+
+def stream_of(handoff_id: str) -> str:
+    return f"handoff:{handoff_id}"
+
+
+def _me(ctx: CommandContext) -> str:
+    if not ctx.actor:
+        raise InvalidInput("HANDOFF_NO_AGENT", "a handoff needs the agent's identity (set $LEAN_CTX_AGENT_ID)")
+    return ctx.actor
+
+
+def registered_agents(conn: object) -> set[str]:
+    """Agent ids registered in this log and not deregistered (their local keys are trusted)."""
+    return {r[0] for r in conn.execute(  # type: ignore[attr-defined]
+        "SELECT agent_id FROM agents WHERE left_kind IS NULL OR left_kind != ?", (LEFT_DEREGISTERED,))}
+
+
+class CreateHandoff(Command, frozen=True):
+    name = "handoff.create"
+    knowledge: str = "all"  # all | none | a category
+    diary_limit: int = 50
+    message: str | None = None
+    session: str | None = None  # another of the caller's sessions (default: the current one)
+
+
+class HandoffCreatedResult(msgspec.Struct, frozen=True):
+    handoff_id: str
+    sender: str
+    session_id: str
+    fingerprint: str
+    digest: str
+    counts: dict[str, int]
+    bundle: str  # the file form (canonical JSON + newline)
+
+
+@handles(CreateHandoff, emits=("handoff.created",), result=HandoffCreatedResult)
+def create(ctx: CommandContext, cmd: CreateHandoff) -> HandoffCreatedResult:
+    me = _me(ctx)
+    keys.check_id(me)
+    sid = cmd.session or session_of(me, ctx.session_id)
+    conn, project = ctx.conn, ctx.project or ""
+    s = get_session(conn, sid)
+    if s is not None and s.agent_id not in (None, me):
+        raise InvalidInput("HANDOFF_NOT_YOUR_SESSION", f"session {sid!r} belongs to {s.agent_id}, not to {me}")
+    if cmd.diary_limit < 0 or cmd.diary_limit > 10_000:
+        raise InvalidInput("HANDOFF_INVALID_LIMIT", "diary_limit is 0..10000")
+    notes = [hb.BNote(note=n.note, text=n.text, path=n.path, ts=n.ts) for n in session_notes(conn, sid)]
+    session = hb.BSession(session_id=sid, task=s.task if s else None, step=s.step if s else 0,
+                          total=s.total if s else 0, notes=notes)
+    files = [hb.BFile(ref=f.ref, path=f.path, content_hash=f.content_hash)
+             for f in session_files(conn, sid, project=project)]
+    if cmd.knowledge == "none":
+        entries = []
+    else:
+        entries = list_entries(conn, category=None if cmd.knowledge == "all" else check_category(cmd.knowledge))
+    knowledge = [hb.BKnowledge(key=e.key, category=e.category, value=e.value, confidence=e.confidence,
+                               source=e.source, agent=e.agent, ts=e.ts) for e in entries]
+    workflow = [hb.BTask(channel=t.channel, task_id=t.task_id, title=t.title, status=t.status, owner=t.owner,
+                         to_agent=t.to_agent, depends_on=list(t.depends_on), acceptance=t.acceptance,
+                         files_hint=list(t.files_hint))
+                for t in list_tasks(conn, now=ctx.now, status=OPEN_STATUSES, assigned_to=me)]
+    diary = [hb.BDiary(seq=d.seq, category=d.category, text=d.text, ts=d.ts, tags=list(d.tags), paths=list(d.paths),
+                       session_id=d.session_id)
+             for d in recall_diary(conn, me, limit=cmd.diary_limit)] if cmd.diary_limit else []
+    fp = keys.fingerprint(keys.public_key(me))
+    hid = "h-" + uuid.uuid4().hex[:16]
+    body = hb.HandoffBodyV1(format=hb.FORMAT, handoff_id=hid, created_at=ctx.ts, project=project,
+                            sender=hb.BSender(agent_id=me, session_id=sid, key_id=me, fingerprint=fp),
+                            session=session, files=files, knowledge=knowledge, workflow=workflow, diary=diary,
+                            message=(cmd.message or None))
+    bundle = hb.sign_bundle(body)
+    digest = hb.digest_of(hb.signed_bytes(body))
+    counts = {"notes": len(notes), "knowledge": len(knowledge), "tasks": len(workflow), "files": len(files),
+              "diary": len(diary)}
+    ctx.emit(stream_of(hid), HandoffCreated(handoff_id=hid, sender=me, session_id=sid, key_id=me, fingerprint=fp,
+                                            digest=digest, message=body.message, **counts))
+    return HandoffCreatedResult(hid, me, sid, fp, digest, counts, hb.encode(bundle).decode())
+
+
+class ImportHandoff(Command, frozen=True):
+    name = "handoff.import"
+    bundle: str  # the file form
+    apply_knowledge: bool = False
+    apply_session: bool = False
+    apply_workflow: bool = False
+    via: str = "file"  # file | envelope
+    conflict_window_s: float = DEFAULT_WINDOW_S
+
+
+class TaskReport(msgspec.Struct, frozen=True):
+    channel: str
+    task_id: str
+    title: str
+    status: str  # in the bundle
+    status_here: str | None  # in this log (None: the task is not in this log)
+    owner: str | None
+    suggestion: str
+
+
+class HandoffImportResult(msgspec.Struct, frozen=True):
+    handoff_id: str
+    sender: str
+    signer: str  # key id of the trusted key that verified it
+    fingerprint: str
+    digest: str
+    receiver: str
+    session_id: str
+    applied: list[str]
+    task: str | None
+    step: int
+    total: int
+    notes: int
+    knowledge_imported: list[str]
+    knowledge_skipped: list[str]
+    tasks: list[TaskReport]
+    files: list[hb.BFile]
+    diary: int
+    message: str | None
+    created_at: str
+    project: str
+
+
+@handles(ImportHandoff, emits=("handoff.imported", "session.reset", "session.task_set", "session.noted",
+                               "knowledge.remembered"), result=HandoffImportResult)
+def import_(ctx: CommandContext, cmd: ImportHandoff) -> HandoffImportResult:
+    me = _me(ctx)
+    if cmd.via not in ("file", "envelope"):
+        raise InvalidInput("HANDOFF_INVALID_VIA", "via is 'file' or 'envelope'")
+    v = hb.verify(cmd.bundle, registered_agents(ctx.conn))
+    b = v.body
+    sid = session_of(me, ctx.session_id)
+    applied: list[str] = []
+    if cmd.apply_session:
+        stream = session_stream(sid)
+        ctx.emit(stream, SessionReset(session_id=sid, agent_id=me))
+        if b.session.task:
+            ctx.emit(stream, SessionTaskSet(session_id=sid, agent_id=me, task=b.session.task, step=b.session.step,
+                                            total=b.session.total))
+        for n in b.session.notes:
+            ctx.emit(stream, SessionNoted(session_id=sid, agent_id=me, note=n.note, text=n.text, path=n.path))
+        applied.append("session")
+    imported: list[str] = []
+    skipped: list[str] = []
+    if cmd.apply_knowledge:
+        seen: dict[str, tuple[object, ...]] = {}
+        for e in b.knowledge:
+            row = (e.key, e.category, e.value, e.confidence, e.source)
+            cur = seen.get(e.key)
+            if cur is None:
+                entry = get_entry(ctx.conn, e.key)
+                cur = None if entry is None else (entry.key, entry.category, entry.value, entry.confidence,
+                                                  entry.source)
+            if cur == row:
+                skipped.append(e.key)
+                continue
+            seen[e.key] = row
+            ctx.emit(knowledge_stream(e.key), KnowledgeRemembered(
+                key=e.key, category=e.category, value=e.value, confidence=e.confidence, source=e.source,
+                conflict_window_s=float(cmd.conflict_window_s)))
+            imported.append(e.key)
+        applied.append("knowledge")
+    reports = []
+    for t in b.workflow:
+        here = get_task(ctx.conn, t.channel, t.task_id, now=ctx.now)
+        status_here = here.status if here else None
+        if here is None:
+            hint = "not in this log: recreate it with `lean-ctx chat task create` if you take it over"
+        elif here.status in ("done", "cancelled"):
+            hint = f"already {here.status} here"
+        elif here.status == "in_progress" and here.owner and here.owner != me:
+            hint = (f"held by {here.owner}: take it over with `lean-ctx chat task claim {t.task_id}` once it is "
+                    "released or its lease expires")
+        else:
+            hint = f"take it over with `lean-ctx chat task claim {t.task_id}`"
+        reports.append(TaskReport(t.channel, t.task_id, t.title, t.status, status_here,
+                                  here.owner if here else t.owner, hint))
+    if cmd.apply_workflow:
+        applied.append("workflow")
+    ctx.emit(stream_of(b.handoff_id), HandoffImported(
+        handoff_id=b.handoff_id, sender=b.sender.agent_id, receiver=me, session_id=sid, key_id=v.signer.key_id,
+        fingerprint=v.signer.fingerprint, digest=v.digest, applied=tuple(applied), knowledge_imported=len(imported),
+        tasks=tuple(f"{t.channel}/{t.task_id}" for t in b.workflow) if cmd.apply_workflow else (), via=cmd.via))
+    return HandoffImportResult(
+        b.handoff_id, b.sender.agent_id, v.signer.key_id, v.signer.fingerprint, v.digest, me, sid, applied,
+        b.session.task, b.session.step, b.session.total, len(b.session.notes), imported, skipped, reports,
+        list(b.files), len(b.diary), b.message, b.created_at, b.project)

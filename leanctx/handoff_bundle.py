@@ -1,0 +1,226 @@
+"""Handoff bundles: build, sign and verify (pure functions plus ``leanctx.keys``).
+
+A bundle is one JSON object, ``HandoffBodyV1`` plus ``signature``::
+
+    {"format": "lean-ctx.handoff.v1", "handoff_id", "created_at", "project",
+     "sender": {"agent_id", "session_id", "key_id", "fingerprint"},
+     "session": {"session_id", "task", "step", "total", "notes": [{"note", "text", "path", "ts"}]},
+     "files": [{"ref", "path", "content_hash"}],
+     "knowledge": [{"key", "category", "value", "confidence", "source", "agent", "ts"}],
+     "workflow": [{"channel", "task_id", "title", "status", "owner", "to_agent", "depends_on",
+                   "acceptance", "files_hint"}],
+     "diary": [{"seq", "category", "text", "ts", "tags", "paths", "session_id"}],
+     "message": str | null,
+     "signature": {"alg": "ed25519", "sig": "<128 lowercase hex>"}}
+
+``sig`` is the sender key's Ed25519 signature of ``keys.canonical(bundle without "signature")``.
+The file form is exactly ``keys.canonical(bundle) + b"\\n"``: any other byte sequence is refused
+(``HANDOFF_TAMPERED``), so no byte of a bundle can change without a refusal — whitespace and
+escapes included.
+
+Verification never uses a key carried in the bundle (it carries none: only the signer's key id
+and fingerprint, inside the signed part). The signer must be in the trust store: a key this data
+dir holds for a *registered* agent id, or a key added with ``lean-ctx keys trust FILE``; the
+trusted key's id must be the claimed sender. Codes: ``HANDOFF_INVALID`` (not a bundle),
+``HANDOFF_TAMPERED`` (bytes not canonical), ``HANDOFF_UNSIGNED``, ``KEY_UNTRUSTED``,
+``SIGNATURE_INVALID``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from . import keys
+from .errors import CommandError, InvalidInput
+
+FORMAT = "lean-ctx.handoff.v1"
+HANDOFF_INVALID = "HANDOFF_INVALID"
+HANDOFF_TAMPERED = "HANDOFF_TAMPERED"
+HANDOFF_UNSIGNED = "HANDOFF_UNSIGNED"
+MAX_BUNDLE_BYTES = 16 * 1024 * 1024
+
+
+class _S(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    pass
+
+
+class BSender(_S):
+    agent_id: str
+    session_id: str
+    key_id: str
+    fingerprint: str
+
+
+class BNote(_S):
+    note: str
+    text: str
+    path: str | None
+    ts: str
+
+
+class BSession(_S):
+    session_id: str
+    task: str | None
+    step: int
+    total: int
+    notes: list[BNote]
+
+
+class BFile(_S):
+    ref: str
+    path: str
+    content_hash: str | None
+
+
+class BKnowledge(_S):
+    key: str
+    category: str
+    value: str
+    confidence: float
+    source: str | None
+    agent: str
+    ts: str
+
+
+class BTask(_S):
+    channel: str
+    task_id: str
+    title: str
+    status: str
+    owner: str | None
+    to_agent: str | None
+    depends_on: list[str]
+    acceptance: str | None
+    files_hint: list[str]
+
+
+class BDiary(_S):
+    seq: int
+    category: str
+    text: str
+    ts: str
+    tags: list[str]
+    paths: list[str]
+    session_id: str | None
+
+
+class HandoffBodyV1(_S):
+    format: str
+    handoff_id: str
+    created_at: str
+    project: str
+    sender: BSender
+    session: BSession
+    files: list[BFile]
+    knowledge: list[BKnowledge]
+    workflow: list[BTask]
+    diary: list[BDiary]
+    message: str | None = None
+
+
+class Signature(_S):
+    alg: str
+    sig: str
+
+
+class Verified(msgspec.Struct, frozen=True):
+    body: HandoffBodyV1
+    signer: keys.KeyInfo
+    digest: str  # sha256 hex of the signed bytes
+
+
+def signed_bytes(body: HandoffBodyV1 | dict[str, Any]) -> bytes:
+    obj = msgspec.to_builtins(body) if isinstance(body, msgspec.Struct) else body
+    return keys.canonical({k: v for k, v in obj.items() if k != "signature"})
+
+
+def digest_of(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sign_bundle(body: HandoffBodyV1, *, base: Path | None = None) -> dict[str, Any]:
+    """The signed bundle (a JSON-ready dict): ``body`` plus the signature of its canonical bytes
+    by ``body.sender.key_id`` (its key is created on first use)."""
+    pub = keys.public_key(body.sender.key_id, base=base)
+    if keys.fingerprint(pub) != body.sender.fingerprint:
+        raise InvalidInput(HANDOFF_INVALID, "the sender fingerprint is not the fingerprint of the signing key")
+    data = signed_bytes(body)
+    sig = keys.sign(body.sender.key_id, data, base=base)
+    return {**msgspec.to_builtins(body), "signature": {"alg": keys.ALG, "sig": sig.hex()}}
+
+
+def encode(bundle: dict[str, Any]) -> bytes:
+    """The file form: canonical bytes and one newline."""
+    return keys.canonical(bundle) + b"\n"
+
+
+def parse(raw: bytes | str) -> dict[str, Any]:
+    """The bundle object of a file, refused unless its bytes are exactly the canonical form."""
+    data = raw.encode() if isinstance(raw, str) else bytes(raw)
+    if len(data) > MAX_BUNDLE_BYTES:
+        raise InvalidInput(HANDOFF_INVALID, f"a handoff bundle holds at most {MAX_BUNDLE_BYTES} bytes")
+    try:
+        obj = msgspec.json.decode(data)
+    except (msgspec.DecodeError, RecursionError) as exc:
+        raise InvalidInput(HANDOFF_INVALID, f"not a handoff bundle: the file is not JSON ({exc})") from None
+    if not isinstance(obj, dict):
+        raise InvalidInput(HANDOFF_INVALID, "not a handoff bundle: a bundle is a JSON object")
+    if encode(obj) != data:
+        raise CommandError(HANDOFF_TAMPERED, "the bundle's bytes are not the canonical bytes its sender wrote "
+                           "(it was edited); ask the sender for a fresh `lean-ctx handoff create`")
+    return obj
+
+
+def trusted_signer(fingerprint: str, key_id: str, registered: Iterable[str], *,
+                   base: Path | None = None) -> keys.KeyInfo:
+    """The trust store's key with ``fingerprint``: a local key of a registered agent, or a key
+    added with ``keys trust``; its id must be ``key_id``. ``KEY_UNTRUSTED`` otherwise."""
+    reg = set(registered)
+    found = [k for k in keys.local_keys(base) if k.key_id in reg and k.fingerprint == fingerprint]
+    found += [k for k in keys.trusted_keys(base) if k.fingerprint == fingerprint]
+    for k in found:
+        if k.key_id == key_id:
+            return k
+    why = (f"it is trusted as {found[0].key_id!r}, not as the claimed signer {key_id!r}" if found
+           else "it is neither a registered agent's key of this data dir nor a key added with `lean-ctx keys trust FILE`")
+    raise CommandError(keys.KEY_UNTRUSTED, f"the signer key {fingerprint} ({key_id}) is not trusted here: {why}",
+                       fingerprint=fingerprint, key_id=key_id)
+
+
+def verify_obj(obj: dict[str, Any], registered: Iterable[str], *, base: Path | None = None) -> Verified:
+    """Verify a parsed bundle object (see the module doc for the order of the checks)."""
+    if obj.get("format") != FORMAT:
+        raise InvalidInput(HANDOFF_INVALID, f"not a handoff bundle (format must be {FORMAT!r})")
+    raw_sig = obj.get("signature")
+    if raw_sig is None:
+        raise CommandError(HANDOFF_UNSIGNED, "the bundle carries no signature; only signed bundles are imported")
+    try:
+        sig_s = msgspec.convert(raw_sig, Signature)
+        body = msgspec.convert({k: v for k, v in obj.items() if k != "signature"}, HandoffBodyV1)
+    except msgspec.ValidationError as exc:
+        raise InvalidInput(HANDOFF_INVALID, f"not a handoff bundle: {exc}") from None
+    if sig_s.alg != keys.ALG:
+        raise CommandError(HANDOFF_UNSIGNED, f"the bundle's signature is not {keys.ALG}")
+    try:
+        sig = bytes.fromhex(sig_s.sig)
+    except ValueError:
+        sig = b""
+    if len(sig) != 64 or sig.hex() != sig_s.sig:
+        raise CommandError(keys.SIGNATURE_INVALID, "the signature is not 64 bytes of lowercase hex")
+    if body.sender.key_id != body.sender.agent_id:
+        raise CommandError(keys.KEY_UNTRUSTED, "a handoff is signed with the sender agent's own key")
+    signer = trusted_signer(body.sender.fingerprint, body.sender.key_id, registered, base=base)
+    data = signed_bytes(obj)
+    keys.verify(keys.unb64(signer.public_key), data, sig)
+    if signed_bytes(body) != data:  # defaults filled in by the Struct would not have been signed
+        raise CommandError(HANDOFF_TAMPERED, "the bundle does not match its own schema exactly")
+    return Verified(body, signer, digest_of(data))
+
+
+def verify(raw: bytes | str, registered: Iterable[str], *, base: Path | None = None) -> Verified:
+    return verify_obj(parse(raw), registered, base=base)

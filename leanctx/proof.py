@@ -30,7 +30,7 @@ import msgspec
 
 from . import clock, keys
 from .events import StoredEvent
-from .events.codec import GENESIS_HASH, canonical_bytes, chain_hash
+from .events.codec import GENESIS_HASH, check_link
 from .projections import savings as sv
 from .projections.fresh import build_fresh
 
@@ -82,19 +82,13 @@ class _Scan:
                 break
             expected_pos += 1
             row = msgspec.structs.astuple(e)
+            reason, computed = check_link(prev, expected_pos, row, e.payload, e.prev_hash, e.hash)
             if self.first_broken is None:
-                reason = None
-                if e.position != expected_pos:
-                    reason = f"gap: expected position {expected_pos}, found {e.position}"
-                elif e.prev_hash != prev:
-                    reason = "prev_hash does not match the previous event's hash"
-                elif chain_hash(prev, canonical_bytes(row[:14], e.payload)) != e.hash:
-                    reason = "hash does not match the event's content"
                 if reason is None:
                     self.checked += 1
                 else:
                     self.first_broken, self.reason = expected_pos, reason
-            prev = chain_hash(prev, canonical_bytes(row[:14], e.payload))
+            prev = computed
             self.stored_head_hash = e.hash
             self.by_kind[e.kind] += 1
             if e.kind == "tool.called":

@@ -58,15 +58,27 @@ def payload_dict(payload: bytes) -> dict[str, Any]:
 
 
 def canonical_bytes(row: tuple[Any, ...], payload: bytes) -> bytes:
-    """``row``: every column but payload and the hashes, in table order."""
-    return _encoder.encode([*row, msgspec.Raw(payload)])
-
-
-def canonical_row(row: tuple[Any, ...], payload: bytes) -> bytes:
-    """The same bytes as ``canonical_bytes``, built without the Raw wrapper (the append loop's
-    hot path): ``[c1,...,c14]`` with the payload spliced in before the closing bracket."""
+    """``row``: every column but payload and the hashes, in table order. The JSON array of the
+    row with the stored payload bytes spliced in verbatim before the closing bracket. (A payload
+    edited behind the store's back can come back as TEXT: it is hashed as its UTF-8 bytes.)"""
+    if not isinstance(payload, bytes):
+        payload = str(payload).encode("utf-8", "surrogatepass")
     return _encoder.encode(row)[:-1] + b"," + payload + b"]"
 
 
 def chain_hash(prev_hash: str, canonical: bytes) -> str:
     return hashlib.sha256(prev_hash.encode("ascii") + canonical).hexdigest()
+
+
+def check_link(prev: str, expected_position: int, row: tuple[Any, ...], payload: bytes, prev_hash: str,
+               stored_hash: str) -> tuple[str | None, str]:
+    """One link of the chain: (why this row breaks it, or None; the hash its content gives).
+    ``row`` starts with the 14 columns before the payload."""
+    computed = chain_hash(prev, canonical_bytes(row[:14], payload))
+    if row[0] != expected_position:
+        return f"gap: expected position {expected_position}, found {row[0]}", computed
+    if prev_hash != prev:
+        return "prev_hash does not match the previous event's hash", computed
+    if computed != stored_hash:
+        return "hash does not match the event's content", computed
+    return None, computed

@@ -20,7 +20,7 @@ import apsw
 
 from .. import clock
 from ..errors import ConcurrencyError, InvalidInput, NotFound, StoreError
-from .codec import GENESIS_HASH, canonical_bytes, canonical_row, chain_hash, encode_payload
+from .codec import GENESIS_HASH, canonical_bytes, chain_hash, check_link, encode_payload
 from .envelope import ANY, COLUMNS, NO_STREAM, AppendResult, ExpectedVersion, NewEvent, StoredEvent
 from .filter import TopicFilter
 from .fts import quote_query, searchable_text
@@ -147,7 +147,7 @@ class _SqliteTx(WriteTx):
                 keys[i],
             )
             payload = encode_payload(ev)
-            h = chain_hash(prev, canonical_row(head, payload))
+            h = chain_hash(prev, canonical_bytes(head, payload))
             rows.append((*head, payload, prev, h))
             prev = h
         try:
@@ -470,18 +470,10 @@ class SqliteEventStore(EventStore):
             checked = 0
             for r in conn.execute(_SELECT + " ORDER BY position"):
                 expected_pos += 1
-                position, payload, prev_hash, h = r[0], r[14], r[15], r[16]
-                reason = None
-                if position != expected_pos:
-                    reason = f"gap: expected position {expected_pos}, found {position}"
-                    position = expected_pos
-                elif prev_hash != prev:
-                    reason = "prev_hash does not match the previous event's hash"
-                elif chain_hash(prev, canonical_bytes(r[:14], payload)) != h:
-                    reason = "hash does not match the event's content"
+                reason, _ = check_link(prev, expected_pos, r, r[14], r[15], r[16])
                 if reason is not None:
-                    return VerifyResult(False, checked, total, prev, first_broken=position, reason=reason)
-                prev = h
+                    return VerifyResult(False, checked, total, prev, first_broken=expected_pos, reason=reason)
+                prev = r[16]
                 checked += 1
                 if progress is not None and checked % 10_000 == 0:
                     progress(checked, total)

@@ -23,7 +23,7 @@ from ... import __version__
 from ...app import LeanCtx
 from ...config import data_dir
 from ...errors import LeanCtxError
-from . import a2a, agents, commands, context, events, handoff, metrics, openapi, tools
+from . import a2a, agents, commands, context, dashboard, events, handoff, metrics, openapi, proof, tools
 from .config import ServerConfig
 from .hub import EventHub
 from .ratelimit import TokenBucket
@@ -44,7 +44,7 @@ HEALTH = RouteSpec("GET", "/health", health, "Liveness (no credentials needed)."
 
 def route_specs() -> list[RouteSpec]:
     return [HEALTH, *agents.ROUTES, *events.ROUTES, *commands.ROUTES, *context.ROUTES, *tools.ROUTES,
-            *a2a.ROUTES, *handoff.ROUTES, *metrics.ROUTES, *openapi.ROUTES]
+            *a2a.ROUTES, *handoff.ROUTES, *proof.ROUTES, *dashboard.ROUTES, *metrics.ROUTES, *openapi.ROUTES]
 
 
 class McpMount:

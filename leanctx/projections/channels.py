@@ -269,6 +269,15 @@ def last_messages(conn: Any, channel: str, n: int, *, reader: str | None = None)
     return [_message(r) for r in reversed(rows)]
 
 
+def recent_messages(conn: Any, n: int) -> list[MessageView]:
+    """The last ``n`` messages of every channel, directed ones included (an operator's view),
+    oldest first by log position."""
+    rows = conn.execute(
+        f"SELECT {_MSG_COLS} FROM channel_messages ORDER BY position DESC LIMIT ?", (max(0, int(n)),)
+    ).fetchall()
+    return [_message(r) for r in reversed(rows)]
+
+
 def get_cursor(conn: Any, agent: str, channel: str) -> tuple[int, int]:
     """``(seq, position)`` of ``agent``'s cursor in ``channel``: the last seq read and the log
     position of that message; ``(0, 0)`` before the first read."""

@@ -37,6 +37,7 @@ VERB_MODULES: dict[str, tuple[str, ...]] = {
     "gain": ("gain_cmd",),
     "call": ("call_cmd",),
     "serve": ("serve_cmd",),
+    "dashboard": ("serve_cmd",),
     "mcp": ("mcp_cmd",),
     "daemon": ("daemon_cmd",),
     "setup": ("setup_cmd",),

@@ -1,39 +1,32 @@
-"""``lean-ctx serve``: the HTTP API (REST, SSE, A2A, metrics; MCP at /mcp when available)."""
+"""``lean-ctx serve``: the HTTP API (REST, SSE, A2A, metrics; MCP at /mcp when available) and the
+dashboard at ``/``; ``lean-ctx dashboard [--open]``: the same server, its address printed (and opened)."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, Callable, List, Optional
 
 import typer
 
 from .app import state
 
 
-def serve_cmd(
-    ctx: typer.Context,
-    host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (beyond loopback a --token is required)."),
-    port: int = typer.Option(3344, "--port", help="Port to bind (0: any free port)."),
-    token: Optional[str] = typer.Option(
-        None, "--token", envvar="LEAN_CTX_HTTP_TOKEN", show_envvar=True,
-        help="Bearer token every route but /health then requires (at least 16 characters).",
-    ),
-    allow_host: List[str] = typer.Option(
-        [], "--allow-host", help="Another Host name clients may use (repeatable; e.g. behind a proxy)."
-    ),
-    rate_limit: Optional[float] = typer.Option(
-        None, "--rate-limit", help="Requests per second per client (0: off; default: off on loopback, 50 beyond)."
-    ),
-    burst: Optional[int] = typer.Option(None, "--burst", help="Requests a client may save up (default: 2 × rate)."),
-    allow_exec: Optional[bool] = typer.Option(
-        None, "--allow-exec/--no-exec",
-        help="Serve the shell and edit routes (default: yes on loopback, no beyond).",
-    ),
-    mcp: bool = typer.Option(True, "--mcp/--no-mcp", help="Mount the MCP server (streamable HTTP) at /mcp."),
-    log_level: str = typer.Option("info", "--log-level", help="uvicorn log level: debug, info, warning, error."),
-) -> None:
-    """Serve the HTTP API: agents, the log over SSE, commands, A2A, /health, /metrics, /openapi.json."""
+HOST = typer.Option("127.0.0.1", "--host", help="Address to bind (beyond loopback a --token is required).")
+TOKEN = typer.Option(
+    None, "--token", envvar="LEAN_CTX_HTTP_TOKEN", show_envvar=True,
+    help="Bearer token every route but /health and the dashboard's static files then requires (16+ characters).",
+)
+ALLOW_HOST = typer.Option([], "--allow-host", help="Another Host name clients may use (repeatable; e.g. behind a proxy).")
+RATE = typer.Option(None, "--rate-limit", help="Requests per second per client (0: off; default: off on loopback, 50 beyond).")
+BURST = typer.Option(None, "--burst", help="Requests a client may save up (default: 2 × rate).")
+EXEC = typer.Option(None, "--allow-exec/--no-exec", help="Serve the shell and edit routes (default: yes on loopback, no beyond).")
+MCP = typer.Option(True, "--mcp/--no-mcp", help="Mount the MCP server (streamable HTTP) at /mcp.")
+LOG_LEVEL = typer.Option("info", "--log-level", help="uvicorn log level: debug, info, warning, error.")
+
+
+def _config(ctx: typer.Context, host: str, port: int, token: Optional[str], allow_host: List[str],
+            rate_limit: Optional[float], burst: Optional[int], allow_exec: Optional[bool], mcp: bool) -> Any:
     from ...config import db_path
     from ..http.config import ServerConfig
 
@@ -44,14 +37,74 @@ def serve_cmd(
                           allowed_hosts=tuple(allow_host), rate=rate_limit, burst=burst, allow_exec=allow_exec,
                           mount_mcp=mcp)
     config.validate()  # refuse before importing the server or opening the log
+    return config
+
+
+def _url(config: Any, port: int | None = None) -> str:
+    host = config.host
+    if host in ("0.0.0.0", "::", ""):
+        host = "127.0.0.1"
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{config.port if port is None else port}"
+
+
+def _run(config: Any, log_level: str, what: str, on_ready: Optional[Callable[[int], None]] = None) -> None:
     from ..http.server import serve
 
-    shown = f"[{host}]" if ":" in host else host
-    sys.stderr.write(f"lean-ctx serving http://{shown}:{port} (log {db}, project {root}"
+    where = _url(config) if config.port else f"{config.host} (a free port)"
+    sys.stderr.write(f"lean-ctx serving {what} at {where} (log {config.db}, project {config.project_root}"
                      f"{', bearer token required' if config.token else ''}); Ctrl-C stops\n")
     sys.stderr.flush()
-    serve(config, log_level=log_level.lower())
+    serve(config, log_level=log_level.lower(), on_ready=on_ready)
+
+
+def serve_cmd(
+    ctx: typer.Context,
+    host: str = HOST,
+    port: int = typer.Option(3344, "--port", help="Port to bind (0: any free port)."),
+    token: Optional[str] = TOKEN,
+    allow_host: List[str] = ALLOW_HOST,
+    rate_limit: Optional[float] = RATE,
+    burst: Optional[int] = BURST,
+    allow_exec: Optional[bool] = EXEC,
+    mcp: bool = MCP,
+    log_level: str = LOG_LEVEL,
+) -> None:
+    """Serve the HTTP API (agents, the log over SSE, commands, A2A, /health, /metrics, /openapi.json) and the dashboard at /."""
+    config = _config(ctx, host, port, token, allow_host, rate_limit, burst, allow_exec, mcp)
+    _run(config, log_level, "the HTTP API and the dashboard")
+
+
+def dashboard_cmd(
+    ctx: typer.Context,
+    host: str = HOST,
+    port: int = typer.Option(3344, "--port", help="Port to bind (0: any free port)."),
+    open_: bool = typer.Option(False, "--open", help="Open the dashboard in the default browser once it is up."),
+    token: Optional[str] = TOKEN,
+    allow_host: List[str] = ALLOW_HOST,
+    allow_exec: Optional[bool] = EXEC,
+    mcp: bool = MCP,
+    log_level: str = typer.Option("warning", "--log-level", help="uvicorn log level: debug, info, warning, error."),
+) -> None:
+    """Serve the dashboard (and the whole HTTP API) and print its address; --open opens it in a browser.
+
+    With a --token the printed address carries it in the fragment (#token=...), which the page
+    keeps for its requests and browsers never send to a server."""
+    config = _config(ctx, host, port, token, allow_host, None, None, allow_exec, mcp)
+
+    def ready(bound: int) -> None:
+        url = _url(config, bound) + "/" + (f"#token={config.token}" if config.token else "")
+        sys.stdout.write(f"dashboard: {url}\n")
+        sys.stdout.flush()
+        if open_:
+            import webbrowser
+
+            if not webbrowser.open(url):
+                sys.stderr.write("no browser could be opened here; open the address above\n")
+
+    _run(config, log_level, "the dashboard", on_ready=ready)
 
 
 def attach(app: typer.Typer) -> None:
     app.command("serve")(serve_cmd)
+    app.command("dashboard")(dashboard_cmd)

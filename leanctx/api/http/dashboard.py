@@ -1,7 +1,242 @@
-"""The dashboard (placeholder: routes land here)."""
+"""The dashboard: a page at ``/`` and one JSON snapshot of everything it shows.
+
+The page (``static/``: ``index.html``, ``dashboard.js``, ``dashboard.css``) is served by this
+module and nothing else: no CDN, no font or script fetched from anywhere, and a strict
+Content-Security-Policy (``'self'`` only) makes sure of it. The static files carry no data, so
+they are public like ``/health``; every figure comes from the API behind the server's bearer
+token when it has one (the page takes it from the URL fragment ``#token=...``, which browsers
+never send to a server, and keeps it in ``sessionStorage``).
+
+Data: ``GET /v1/dashboard/state`` is one consistent snapshot of the projections (agents with
+their budgets, tasks, path locks, the scent field, channels and recent messages, savings by
+tool / mode / command family / agent, a time series, bounces). The page keeps it live with the
+log's SSE stream (``GET /v1/events``): any new event schedules a fresh snapshot, and the message
+panel shows the stream itself, filtered by ``TopicFilter`` fields. Scent intensities decay in
+the browser between snapshots with the same half-life formula as ``projections.scent``.
+Events search, lineage and proofs use their own routes (``/v1/events/search``,
+``/v1/events/lineage/{position}``, ``/v1/proof/latest``).
+"""
 
 from __future__ import annotations
 
-from .routes import RouteSpec
+import hashlib
+import math
+from importlib import resources
+from typing import Any
 
-ROUTES: list[RouteSpec] = []
+import msgspec
+from starlette.requests import Request
+from starlette.responses import Response
+
+from ...clock import iso
+from ...errors import NotFound
+from ...projections import savings as sv
+from ...projections.agents import AgentView, list_agents
+from ...projections.budgets import check_budget
+from ...projections.channels import (
+    ChannelInfo,
+    MessageView,
+    list_channels,
+    recent_messages,
+)
+from ...projections.locks import LockView, list_locks
+from ...projections.scent import FIELD_FLOOR, ScentView, sync
+from ...projections.tasks import STATUSES, TaskView, list_tasks
+from .responses import JSON
+from .routes import PUBLIC, SERVER, Param, RouteSpec
+from .state import ServerState, srv
+
+STATIC = "static"
+ASSETS = {  # served file -> content type; nothing else under static/ is reachable
+    "index.html": "text/html; charset=utf-8",
+    "dashboard.js": "text/javascript; charset=utf-8",
+    "dashboard.css": "text/css; charset=utf-8",
+    "favicon.svg": "image/svg+xml",
+}
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self';"
+       " font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+RECENT_MESSAGES = 50
+MAX_SERIES_POINTS = 60
+BUCKETS = (1, 5, 15, 60, 300, 900, 3600, 6 * 3600, 86400, 7 * 86400)  # seconds
+
+
+# --- static files ------------------------------------------------------------------------------
+
+_LOADED: dict[str, tuple[bytes, str]] = {}
+
+
+def _asset(name: str) -> tuple[bytes, str] | None:
+    """(bytes, etag) of a packaged static file (read once), or None when it is not packaged."""
+    if name not in _LOADED:
+        try:
+            data = resources.files(__package__).joinpath(STATIC, name).read_bytes()
+        except (FileNotFoundError, OSError):
+            return None
+        _LOADED[name] = (data, '"' + hashlib.sha256(data).hexdigest()[:20] + '"')
+    return _LOADED[name]
+
+
+def _serve(request: Request, name: str) -> Response:
+    found = _asset(name) if name in ASSETS else None
+    if found is None:
+        raise NotFound("DASHBOARD_ASSET_NOT_FOUND", f"no dashboard file {name[:80]!r}")
+    data, etag = found
+    headers = {"ETag": etag, "Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff",
+               "Content-Security-Policy": CSP, "Referrer-Policy": "no-referrer", "X-Frame-Options": "DENY"}
+    if request.headers.get("if-none-match") == etag:
+        return Response(status_code=304, headers=headers)
+    return Response(data, media_type=ASSETS[name], headers=headers)
+
+
+async def page(request: Request) -> Response:
+    return _serve(request, "index.html")
+
+
+async def asset(request: Request) -> Response:
+    return _serve(request, request.path_params.get("name", ""))
+
+
+# --- the snapshot ------------------------------------------------------------------------------
+
+class Budget(msgspec.Struct, frozen=True):
+    limit: int  # 0: unlimited
+    used: int
+    ratio: float  # used / limit (0 when unlimited)
+    level: str  # ok | warning (>= 80 %) | exceeded (>= 100 %)
+
+
+class DashAgent(msgspec.Struct, frozen=True):
+    agent: AgentView
+    budget: Budget
+
+
+class SeriesPoint(msgspec.Struct, frozen=True):
+    t: float  # bucket start, seconds since the epoch
+    calls: int
+    raw_tokens: int
+    sent_tokens: int
+
+
+class SavingsPanel(msgspec.Struct, frozen=True):
+    totals: sv.SavingsRow
+    by_tool: list[sv.SavingsRow]
+    by_mode: list[sv.SavingsRow]
+    by_family: list[sv.SavingsRow]
+    by_agent: list[sv.SavingsRow]
+    bucket_seconds: int
+    series: list[SeriesPoint]  # per bucket, oldest first; empty buckets left out
+    daily: list[sv.DayRow]
+    bounced_files: list[sv.BouncedFile]
+    encodings: list[str]
+
+
+class HeadView(msgspec.Struct, frozen=True):
+    position: int
+    hash: str
+
+
+class DashboardState(msgspec.Struct, frozen=True, kw_only=True):
+    version: int = 1
+    now: float  # the server's clock (seconds since the epoch): decay and countdowns start here
+    generated_at: str
+    project_root: str
+    head: HeadView
+    agents: list[DashAgent]  # left agents are not listed
+    agent_counts: dict[str, int]  # active, idle, stale, total
+    task_columns: list[str]  # the board's columns, in order
+    tasks: list[TaskView]
+    locks: list[LockView]  # expired ones included (marked)
+    scent: list[ScentView]  # the live field, strongest first
+    scent_floor: float  # marks below this intensity are not shown
+    channels: list[ChannelInfo]
+    messages: list[MessageView]  # the last ones of every channel, directed ones included
+    savings: SavingsPanel
+
+
+def _bucket(span: float) -> int:
+    for b in BUCKETS:
+        if span / b <= MAX_SERIES_POINTS:
+            return b
+    return BUCKETS[-1]
+
+
+def savings_series(conn: Any) -> tuple[int, list[SeriesPoint]]:
+    """Raw and sent tokens per time bucket, the bucket chosen so at most ~60 points cover the
+    log's whole span (1 s up to a week)."""
+    first = conn.execute("SELECT MIN(ts), MAX(ts) FROM savings_calls").fetchone()
+    if not first or first[0] is None:
+        return BUCKETS[0], []
+    from ...clock import parse
+
+    lo, hi = parse(first[0]), parse(first[1])
+    size = _bucket(hi - lo)
+    acc: dict[float, list[int]] = {}
+    for ts, raw, sent in conn.execute("SELECT ts, baseline_tokens, sent_tokens FROM savings_calls ORDER BY position"):
+        t = math.floor(parse(ts) / size) * size
+        row = acc.setdefault(t, [0, 0, 0])
+        row[0] += 1
+        row[1] += raw
+        row[2] += sent
+    return size, [SeriesPoint(t, c, r, s) for t, (c, r, s) in sorted(acc.items())]
+
+
+def snapshot(st: ServerState) -> DashboardState:
+    """Everything the dashboard shows, read from one connection after the projections caught up."""
+    now = st.now()
+    conn = st.reader("agents", "budgets", "tasks", "path_locks", "scent", "channels", "savings")
+    agents = list_agents(conn, now=now)
+    counts = {"active": 0, "idle": 0, "stale": 0}
+    dash_agents = []
+    for a in agents:
+        counts[a.status] = counts.get(a.status, 0) + 1
+        b = check_budget(conn, a.agent_id)
+        dash_agents.append(DashAgent(a, Budget(b.limit, b.used, b.ratio, b.level)))
+    counts["total"] = len(agents)
+    size, series = savings_series(conn)
+    totals = sv.report(conn, by=("tool",))
+    savings = SavingsPanel(
+        totals=totals.totals,
+        by_tool=totals.rows,
+        by_mode=sv.report(conn, by=("mode",)).rows,
+        by_family=sv.report(conn, by=("family",)).rows,
+        by_agent=sv.report(conn, by=("agent",)).rows,
+        bucket_seconds=size,
+        series=series,
+        daily=sv.daily(conn, 14),
+        bounced_files=sv.bounced_files(conn, limit=20),
+        encodings=totals.encodings,
+    )
+    head = st.lc.store.head()
+    return DashboardState(
+        now=now,
+        generated_at=iso(now),
+        project_root=st.project_root,
+        head=HeadView(head.position, head.hash),
+        agents=dash_agents,
+        agent_counts=counts,
+        task_columns=list(STATUSES),
+        tasks=list_tasks(conn, now=now),
+        locks=list_locks(conn, now=now),
+        scent=sync(conn, now=now),
+        scent_floor=FIELD_FLOOR,
+        channels=list_channels(conn),
+        messages=recent_messages(conn, RECENT_MESSAGES),
+        savings=savings,
+    )
+
+
+async def state(request: Request) -> Response:
+    st = srv(request)
+    return JSON(await st.run(snapshot, st), headers={"Cache-Control": "no-store"})
+
+
+TAG = "dashboard"
+ROUTES = [
+    RouteSpec("GET", "/", page, "The dashboard page (static; its data comes from the routes below).", TAG,
+              auth=PUBLIC, content_type="text/html"),
+    RouteSpec("GET", "/dashboard/{name}", asset, "The dashboard's script, style sheet and icon.", TAG, auth=PUBLIC,
+              content_type="text/plain", params=(Param("name", where="path", required=True),)),
+    RouteSpec("GET", "/v1/dashboard/state", state,
+              "One snapshot of agents (with budgets), tasks, locks, scent, channels, recent messages and savings.",
+              TAG, auth=SERVER, response=DashboardState),
+]

@@ -7,7 +7,7 @@ In order, for every request:
 2. An ``Origin`` header, when present, must name an allowed host too:
    ``403 HTTP_ORIGIN_NOT_ALLOWED`` (browsers send it on cross-site requests; no CORS is granted).
 3. With a bearer token configured (always when bound beyond loopback), every route but
-   ``/health`` needs ``Authorization: Bearer <token>``: ``401 AUTH_TOKEN_REQUIRED`` /
+   ``/health`` and the dashboard's static files needs ``Authorization: Bearer <token>``: ``401 AUTH_TOKEN_REQUIRED`` /
    ``401 AUTH_TOKEN_INVALID``.
 4. Token-bucket rate limit per client: ``429 RATE_LIMITED`` with ``Retry-After``.
 
@@ -35,7 +35,9 @@ from .tokens import HEADER, AgentTokens
 if TYPE_CHECKING:
     from .config import ServerConfig
 
-PUBLIC_PATHS = frozenset({"/health"})
+# no credentials needed: liveness, and the dashboard's static files (they carry no data)
+PUBLIC_PATHS = frozenset({"/health", "/"})
+PUBLIC_PREFIXES = ("/dashboard/",)
 
 
 class SecurityMiddleware:
@@ -74,7 +76,7 @@ class SecurityMiddleware:
         elif origin == "null":
             raise HttpError(403, "HTTP_ORIGIN_NOT_ALLOWED", "cross-origin requests are not accepted")
         path = scope.get("path", "")
-        if path in PUBLIC_PATHS:
+        if path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES):
             return
         if self._bearer is not None:
             auth = headers.get("authorization", "")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import uvicorn
@@ -44,11 +45,29 @@ def _log_to_stderr(level: str) -> None:
     lg.setLevel(level.upper() if level.upper() in logging.getLevelNamesMapping() else "INFO")
 
 
-def serve(config: ServerConfig, log_level: str = "info") -> None:
-    """Serve until interrupted (SIGINT / SIGTERM end the SSE streams and shut down)."""
+def serve(config: ServerConfig, log_level: str = "info", on_ready: Callable[[int], None] | None = None) -> None:
+    """Serve until interrupted (SIGINT / SIGTERM end the SSE streams and shut down).
+    ``on_ready(port)`` is called once the socket listens (with the bound port: ``--port 0``)."""
     _log_to_stderr(log_level)
     app = create_app(config)
-    _Server(uvicorn_config(app, config, log_level), app.state.srv.hub).run()
+    server = _Server(uvicorn_config(app, config, log_level), app.state.srv.hub)
+    if on_ready is not None:
+        def watch() -> None:
+            while not server.started:
+                if server.should_exit:
+                    return
+                time.sleep(0.02)
+            on_ready(_bound_port(server, config.port))
+
+        threading.Thread(target=watch, name="lean-ctx-ready", daemon=True).start()
+    server.run()
+
+
+def _bound_port(server: uvicorn.Server, default: int) -> int:
+    for s in server.servers:
+        for sock in s.sockets:
+            return int(sock.getsockname()[1])
+    return default
 
 
 class BackgroundServer:
@@ -66,10 +85,7 @@ class BackgroundServer:
 
     @property
     def port(self) -> int:
-        for s in self.server.servers:
-            for sock in s.sockets:
-                return int(sock.getsockname()[1])
-        return self.config.port
+        return _bound_port(self.server, self.config.port)
 
     @property
     def url(self) -> str:

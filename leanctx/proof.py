@@ -202,16 +202,34 @@ def build(app: Any, *, project_root: str | None = None, key_id: str | None = Non
 
 
 def write(doc: dict[str, Any], out_dir: str | os.PathLike[str]) -> tuple[Path, Path]:
-    """Write ``context-proof-<head>.json`` and ``.html`` into ``out_dir``; returns both paths."""
+    """Write ``context-proof-<head>.json`` and ``.html`` into ``out_dir`` (each atomically); returns both paths."""
     from .proof_html import render_html
 
     d = Path(out_dir)
     d.mkdir(parents=True, exist_ok=True)
     stem = f"context-proof-{doc['head']['position']}"
     jp, hp = d / f"{stem}.json", d / f"{stem}.html"
-    jp.write_bytes(render(doc))
-    hp.write_text(render_html(doc), encoding="utf-8")
+    write_atomic(hp, render_html(doc).encode("utf-8"))  # the page first: a listed .json has its page
+    write_atomic(jp, render(doc))
     return jp, hp
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """``data`` into ``path`` through a temporary file in the same directory and a rename, so a
+    reader sees the old file or the new one, never part of one. Mode 0644: a proof is meant to be
+    shared (``mkstemp`` alone would leave 0600)."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, 0o644)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 # --- verifying -----------------------------------------------------------------------------

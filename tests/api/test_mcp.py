@@ -33,7 +33,7 @@ pytestmark = pytest.mark.anyio
 LEAN_CTX = str(Path(sys.executable).parent / "lean-ctx")
 CORE = {"ctx_read", "ctx_shell", "ctx_search", "ctx_tree", "ctx_edit", "ctx_expand", "ctx_call", "ctx_load_tools"}
 SESSION = {"ctx_agent", "ctx_task", "ctx_session", "ctx_overview"}
-ALL = CORE | SESSION | {"ctx_gain", "ctx_knowledge", "ctx_handoff"}
+ALL = CORE | SESSION | {"ctx_gain", "ctx_knowledge", "ctx_handoff", "ctx_proof"}
 TOKEN_TARGET = 2000
 _SCRUB = ("LEAN_CTX_AGENT_ID", "LEAN_CTX_SESSION_ID", "LEAN_CTX_MCP_FEATURES", "LEAN_CTX_DB", "LEAN_CTX_HOME")
 

@@ -24,6 +24,7 @@ EXPECTED = {
     "ctx_read": "core", "ctx_shell": "core", "ctx_search": "core", "ctx_tree": "core", "ctx_edit": "core",
     "ctx_expand": "core", "ctx_call": "core", "ctx_load_tools": "core", "ctx_agent": "session",
     "ctx_task": "session", "ctx_session": "session", "ctx_overview": "session", "ctx_knowledge": "memory", "ctx_handoff": "memory",
+    "ctx_proof": "memory",
     "ctx_gain": "metrics",
 }
 

@@ -213,6 +213,9 @@ def test_cli_proof_and_verify(tmp_path: Path, project: Path, home: Path) -> None
     assert Path(out["json"]).exists() and Path(out["html"]).exists()
     p = run("proof", "verify", out["json"])
     assert p.returncode == 0 and p.stdout.startswith("ok:"), p.stdout + p.stderr
+    record = Path(out["json"]).with_name(Path(out["json"]).name.replace(".json", ".verify.json"))
+    rec = json.loads(record.read_text())  # the result is recorded next to the proof
+    assert rec["verified"] is True and rec["differences"] == [] and rec["signer"] == out["signer"]
     data = bytearray(Path(out["json"]).read_bytes())
     i = data.index(b'"total": ') + len(b'"total": ')
     data[i] = ord("9") if data[i] != ord("9") else ord("8")
@@ -225,3 +228,17 @@ def test_cli_proof_and_verify(tmp_path: Path, project: Path, home: Path) -> None
     assert "events.total" in {d["field"] for d in rep["differences"]}
     p = run("proof", "verify", str(bad))
     assert p.returncode == 1 and "[SIGNATURE_INVALID]" in p.stdout and "events.total" in p.stdout
+    rec = json.loads((tmp_path / "bad.verify.json").read_text())
+    assert rec["verified"] is False
+    assert {d["code"] for d in rec["differences"]} == {d["code"] for d in rep["differences"]}
+    # no --out: <db dir>/proofs; `proof verify` without a file takes the latest proof there
+    p = run("proof", "verify")
+    assert p.returncode == 2 and "PROOF_NOT_FOUND" in p.stderr
+    p = run("proof", "--json")
+    assert p.returncode == 0, p.stderr
+    default = json.loads(p.stdout)
+    assert Path(default["json"]).parent == db.resolve().parent / "proofs"
+    p = run("proof", "verify")
+    assert p.returncode == 0 and p.stdout.startswith(f"ok: proof of head {default['head']['position']} "), p.stdout
+    assert json.loads(Path(default["json"]).with_name(Path(default["json"]).stem + ".verify.json").read_text())[
+        "verified"] is True

@@ -30,61 +30,65 @@ def proof_cmd(
     """Write Context Proof v1 (JSON + self-contained HTML), signed with the project key."""
     if ctx.invoked_subcommand is not None:
         return
-    from ... import proof
+    from ... import proof_store
 
     st = state(ctx)
-    lc = st.open()
-    doc = proof.build(lc, project_root=st.project_root())
-    jp, hp = proof.write(doc, out or (lc.db.resolve().parent / "proofs"))
+    c = proof_store.create(st.open(), st.project_root(), out or None)
     if st.want_json(json_):
-        emit_json({"json": str(jp), "html": str(hp), "head": doc["head"], "chain_ok": doc["chain"]["ok"],
-                   "signer": doc["signer"]})
+        emit_json({"json": c.path, "html": c.html_path, "head": {"position": c.head.position, "hash": c.head.hash},
+                   "chain_ok": c.chain_ok, "signer": c.signer})
         return
-    sys.stdout.write(
-        f"proof of head {doc['head']['position']} {doc['head']['hash']}\n"
-        f"chain {'ok' if doc['chain']['ok'] else 'BROKEN at ' + str(doc['chain']['first_broken'])}, "
-        f"{doc['events']['total']:,} events, {len(doc['projections'])} projections, {len(doc['agents'])} agents\n"
-        f"signed by {doc['signer']['key_id']} {doc['signer']['fingerprint']}\n"
-        f"wrote {jp}\n      {hp}\n"
-    )
+    sys.stdout.write(proof_store.created_text(c) + "\n")
 
 
 @proof_app.command("verify")
 def verify_cmd(
     ctx: typer.Context,
-    file: str = typer.Argument(..., help="A context-proof-*.json file."),
+    file: Optional[str] = typer.Argument(
+        None, help="A context-proof-*.json file (default: the latest one in <db dir>/proofs)."
+    ),
     json_: bool = JSON,
 ) -> None:
-    """Check the signature (trusted keys only) and re-derive every figure from the log; exit 1 on any difference."""
-    from ... import proof
+    """Check the signature (trusted keys only) and re-derive every figure from the log; exit 1 on any difference.
+
+    The result is recorded next to the file as <name>.verify.json (what `GET /v1/proof/latest` and
+    `ctx_proof latest` show without replaying again)."""
+    from ... import proof, proof_store
     from ...app import LeanCtx
     from ...errors import InvalidInput
 
     st = state(ctx)
+    latest = file is None  # the latest proof of this log, verified against this log
+    if file is None:
+        file = str(proof_store.require_latest(proof_store.proofs_dir(st.open())))
     path = Path(file)
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise InvalidInput("PROOF_NOT_FOUND", f"cannot read {file}: {exc.strerror}") from exc
+        raise InvalidInput(proof_store.PROOF_NOT_FOUND, f"cannot read {file}: {exc.strerror}") from exc
     # the log: --db / $LEAN_CTX_DB when given, else the proof's own db when it exists, else the project's
     lc = None
-    if not st.db:
+    if not st.db and not latest:
         doc, _ = proof.parse(data)
         db = doc.get("db_path") if isinstance(doc, dict) else None
         if isinstance(db, str) and os.path.isfile(db):
             lc = LeanCtx(db)
     try:
-        report = proof.verify(lc or st.open(), data, file=str(path))
+        recorded = proof_store.verify_and_record(lc or st.open(), path, label=str(path))
     finally:
         if lc is not None:
             lc.close()
+    report = recorded.report
+    if recorded.error:
+        sys.stderr.write(f"note: the result was not recorded: {recorded.error}\n")
     if st.want_json(json_):
         emit_json(report)
     else:
         if report.ok:
+            signer = report.signer or {}  # an ok report always names its signer
             sys.stdout.write(
                 f"ok: proof of head {report.head_position} verified against {report.db_path}; "
-                f"signed by trusted key {report.signer['key_id']} {report.signer['fingerprint']}\n"
+                f"signed by trusted key {signer.get('key_id')} {signer.get('fingerprint')}\n"
             )
         else:
             sys.stdout.write(f"FAILED: {len(report.differences)} difference(s) in {file}\n")

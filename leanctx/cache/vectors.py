@@ -17,6 +17,12 @@ vectors instead of matching them to the wrong chunks; so does a different model 
 
 Any object with ``name``, ``dim`` and ``embed(texts) -> vectors`` is an embedder: the tests
 use deterministic hashed bag-of-words vectors through the same code path.
+
+**Shared machinery.** :class:`VecDB` is what every vector cache of this file has in common:
+the connection with sqlite-vec loaded, short ``BEGIN IMMEDIATE`` transactions, float32
+serialisation, dimension-checked embedding and a meta table whose change drops the cache's
+tables. :class:`VectorIndex` (code chunks) and ``cache.knowledge_vectors.KnowledgeVectors``
+(knowledge facts) are built on it; each owns its own tables and meta table in the same file.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ import zipfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, Self
 
 OFF = "semantic search is off (install lean-ctx[semantic])"
 MODEL_NAME = "all-MiniLM-L6-v2"
@@ -127,28 +133,46 @@ def vectors_path(db_path: str | os.PathLike[str]) -> Path:
     return p.with_name(p.stem + ".vectors.db")
 
 
-class VectorIndex:
-    """Chunk embeddings of every project of one log, in ``vectors_path(db)``."""
+def connect(path: str | os.PathLike[str]) -> Any:
+    """An apsw connection to the vector database at ``path``: WAL, a 30 s busy timeout, and the
+    sqlite-vec extension loaded (extension loading is switched off again afterwards)."""
+    import apsw
+    import sqlite_vec  # type: ignore[import-untyped]
 
-    def __init__(self, path: str | os.PathLike[str], embedder: Embedder, *, identity: str) -> None:
-        import apsw
+    conn = apsw.Connection(os.fspath(path))
+    conn.set_busy_timeout(30_000)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.enable_load_extension(True)
+    sqlite_vec.load(conn)
+    conn.enable_load_extension(False)
+    return conn
+
+
+def vec0_ddl(table: str, id_column: str, dim: int, *columns: str) -> str:
+    """``CREATE VIRTUAL TABLE IF NOT EXISTS`` for a ``vec0`` table keyed by ``id_column`` with
+    one ``embedding float[dim]`` column compared by cosine distance, plus ``columns`` (partition
+    keys, metadata or ``+auxiliary`` columns, spelt as sqlite-vec wants them)."""
+    extra = "".join(f", {c}" for c in columns)
+    return (f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING vec0({id_column} INTEGER PRIMARY KEY{extra},"
+            f" embedding float[{int(dim)}] distance_metric=cosine)")
+
+
+class VecDB:
+    """A vector cache in one sqlite-vec database file: the connection, the embedder and its
+    dimension, transactions, serialisation and checked embedding (subclasses own the tables)."""
+
+    def __init__(self, path: str | os.PathLike[str], embedder: Embedder) -> None:
         import sqlite_vec  # type: ignore[import-untyped]
 
         self.embedder = embedder
         self.dim = int(embedder.dim)
-        self.conn = apsw.Connection(os.fspath(path))
-        self.conn.set_busy_timeout(30_000)
-        self.conn.execute("PRAGMA journal_mode=WAL")
-        self.conn.enable_load_extension(True)
-        sqlite_vec.load(self.conn)
-        self.conn.enable_load_extension(False)
+        self.conn = connect(path)
         self._serialize = sqlite_vec.serialize_float32
-        self._setup(identity)
 
     def close(self) -> None:
         self.conn.close()
 
-    def __enter__(self) -> VectorIndex:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -164,21 +188,48 @@ class VectorIndex:
             raise
         self.conn.execute("COMMIT")
 
+    def serialize(self, vec: Sequence[float]) -> bytes:
+        out: bytes = self._serialize(list(vec))
+        return out
+
+    def embed(self, texts: Sequence[str]) -> list[Sequence[float]]:
+        """The embedder's vectors for ``texts``, refused unless each has ``dim`` dimensions."""
+        vecs = list(self.embedder.embed(list(texts)))
+        if len(vecs) != len(texts):
+            raise ValueError(f"embedder {self.embedder.name} returned {len(vecs)} vectors for {len(texts)} texts")
+        for v in vecs:
+            if len(v) != self.dim:
+                raise ValueError(f"embedder {self.embedder.name} returned {len(v)} dimensions, not {self.dim}")
+        return vecs
+
+    def reset_on_change(self, c: Any, meta_table: str, want: dict[str, str], tables: Sequence[str]) -> bool:
+        """Inside a transaction: when ``meta_table`` does not hold exactly ``want`` (another model,
+        dimension, identity, ...), drop ``tables`` and record ``want``. True when it reset."""
+        c.execute(f"CREATE TABLE IF NOT EXISTS {meta_table} (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        have = dict(c.execute(f"SELECT key, value FROM {meta_table}").fetchall())
+        if have == want:
+            return False
+        for t in tables:
+            c.execute(f"DROP TABLE IF EXISTS {t}")
+        c.execute(f"DELETE FROM {meta_table}")
+        c.executemany(f"INSERT INTO {meta_table} (key, value) VALUES (?, ?)", list(want.items()))
+        return True
+
+
+class VectorIndex(VecDB):
+    """Chunk embeddings of every project of one log, in ``vectors_path(db)``."""
+
+    def __init__(self, path: str | os.PathLike[str], embedder: Embedder, *, identity: str) -> None:
+        super().__init__(path, embedder)
+        self._setup(identity)
+
     def _setup(self, identity: str) -> None:
         want = {"identity": identity, "model": self.embedder.name, "dim": str(self.dim)}
         with self._tx() as c:
-            c.execute("CREATE TABLE IF NOT EXISTS vec_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-            have = dict(c.execute("SELECT key, value FROM vec_meta").fetchall())
-            if have != want:
-                c.execute("DROP TABLE IF EXISTS chunk_vectors")
-                c.execute("DROP TABLE IF EXISTS vec_chunks")
-                c.execute("DELETE FROM vec_meta")
-                c.executemany("INSERT INTO vec_meta (key, value) VALUES (?, ?)", list(want.items()))
+            self.reset_on_change(c, "vec_meta", want, ("chunk_vectors", "vec_chunks"))
             c.execute("CREATE TABLE IF NOT EXISTS vec_chunks (chunk_id INTEGER PRIMARY KEY, project TEXT NOT NULL)")
             c.execute("CREATE INDEX IF NOT EXISTS vec_chunks_project ON vec_chunks (project)")
-            c.execute(
-                "CREATE VIRTUAL TABLE IF NOT EXISTS chunk_vectors USING vec0(chunk_id INTEGER PRIMARY KEY,"
-                f" project TEXT PARTITION KEY, embedding float[{self.dim}] distance_metric=cosine)")
+            c.execute(vec0_ddl("chunk_vectors", "chunk_id", self.dim, "project TEXT PARTITION KEY"))
 
     def ids(self, project: str) -> set[int]:
         return {r[0] for r in self.conn.execute("SELECT chunk_id FROM vec_chunks WHERE project = ?", (project,))}
@@ -202,15 +253,13 @@ class VectorIndex:
             ids = [k for k in missing[i:i + EMBED_BATCH] if k in got]
             if not ids:
                 continue
-            vecs = self.embedder.embed([got[k] for k in ids])
+            vecs = self.embed([got[k] for k in ids])
             with self._tx() as c:
                 for k, v in zip(ids, vecs):
-                    if len(v) != self.dim:
-                        raise ValueError(f"embedder {self.embedder.name} returned {len(v)} dimensions, not {self.dim}")
                     c.execute("INSERT OR REPLACE INTO vec_chunks (chunk_id, project) VALUES (?, ?)", (k, project))
                     c.execute("DELETE FROM chunk_vectors WHERE chunk_id = ?", (k,))
                     c.execute("INSERT INTO chunk_vectors (chunk_id, project, embedding) VALUES (?, ?, ?)",
-                              (k, project, self._serialize(list(v))))
+                              (k, project, self.serialize(v)))
             embedded += len(ids)
         return embedded, len(stale)
 
@@ -218,9 +267,9 @@ class VectorIndex:
         """The ``k`` chunks of ``project`` nearest to ``text`` (cosine distance, nearest first)."""
         if k <= 0:
             return []
-        vec = self.embedder.embed([text])[0]
+        vec = self.embed([text])[0]
         rows = self.conn.execute(
             "SELECT chunk_id, distance FROM chunk_vectors WHERE embedding MATCH ? AND k = ? AND project = ?"
-            " ORDER BY distance", (self._serialize(list(vec)), int(min(k, MAX_K)), project)).fetchall()
+            " ORDER BY distance", (self.serialize(vec), int(min(k, MAX_K)), project)).fetchall()
         out: list[tuple[int, float]] = [(int(r[0]), float(r[1])) for r in rows]  # type: ignore[arg-type]
         return sorted(out, key=lambda r: (r[1], r[0]))

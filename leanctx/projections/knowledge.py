@@ -11,13 +11,13 @@ inside the window (they join the alternatives) and is cleared by ``knowledge.res
 write that agrees with the head, by the head's own writer writing again, or by any write
 after the window — the "later remember by either" of the two agents clears it.
 
-Recall fuses rankings by reciprocal rank fusion (:func:`rrf`): the bm25 list always, and a
-semantic list when an embedder is given (the ``semantic`` extra; otherwise "semantic off").
+Recall ranks with ``bm25()`` here; ``commands.knowledge.recall`` fuses that list by reciprocal
+rank with the nearest facts in sqlite-vec (``cache.knowledge_vectors``, a cache keyed by the
+entry ids of :func:`fact_rows`) when an embedding model is installed.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -228,6 +228,14 @@ def list_entries(conn: Any, *, category: str | None = None) -> list[KnowledgeEnt
     return [_entry(conn, r) for r in conn.execute(sql + " ORDER BY category, key", params)]
 
 
+def fact_rows(conn: Any) -> list[tuple[int, str, str, str]]:
+    """(id, key, category, value) of every current fact, by id. ``id`` is the position of the
+    write that created the row: it stays through updates and is never reused, so caches derived
+    from the facts (``cache.knowledge_vectors``) key by it."""
+    return [(int(i), k, c, v) for i, k, c, v in conn.execute(
+        "SELECT id, key, category, value FROM knowledge_entries ORDER BY id")]
+
+
 def bm25_ranking(conn: Any, query: str, *, category: str | None = None, limit: int = 50) -> list[tuple[str, float]]:
     """(key, bm25 score) best first (SQLite's bm25 is lower-is-better; returned negated)."""
     q = fts_query(query)
@@ -244,39 +252,20 @@ def bm25_ranking(conn: Any, query: str, *, category: str | None = None, limit: i
     return [(k, -s) for k, s in conn.execute(sql, params)]
 
 
-def semantic_ranking(conn: Any, query: str, embedder: Any, *, category: str | None = None,
-                     limit: int = 50) -> list[str]:
-    """Keys by cosine similarity of ``key category value`` to ``query`` under ``embedder``."""
-    entries = list_entries(conn, category=category)
-    if not entries:
-        return []
-    vecs = embedder.embed([query] + [f"{e.key} {e.category} {e.value}" for e in entries])
-
-    def cos(a: Sequence[float], b: Sequence[float]) -> float:
-        na, nb = math.sqrt(sum(x * x for x in a)), math.sqrt(sum(x * x for x in b))
-        return sum(x * y for x, y in zip(a, b)) / (na * nb) if na and nb else 0.0
-
-    scored = sorted(((cos(vecs[0], v), e.key) for e, v in zip(entries, vecs[1:])), key=lambda t: (-t[0], t[1]))
-    return [k for s, k in scored[:limit] if s > 0]
-
-
 class Hit(msgspec.Struct, frozen=True):
     entry: KnowledgeEntry
     score: float  # fused (rrf) score
     bm25: float | None = None
 
 
-def recall(conn: Any, query: str, *, category: str | None = None, limit: int = 10,
-           embedder: Any = None) -> list[Hit]:
-    """Facts for ``query``, best first: bm25 over key/value/category, fused by :func:`rrf` with
-    the semantic ranking when ``embedder`` is given. Conflicted entries carry their alternatives."""
+def recall(conn: Any, query: str, *, category: str | None = None, limit: int = 10) -> list[Hit]:
+    """Facts for ``query``, best first, by bm25 over key/value/category (scored by :func:`rrf`
+    over that one list). Conflicted entries carry their alternatives. The full recall, fused with
+    the nearest facts in sqlite-vec when a model is installed, is ``commands.knowledge.recall``."""
     lexical = bm25_ranking(conn, query, category=category)
-    rankings = [[k for k, _ in lexical]]
-    if embedder is not None:
-        rankings.append(semantic_ranking(conn, query, embedder, category=category))
     bm = dict(lexical)
     hits = []
-    for key, score in rrf(rankings)[:limit]:
+    for key, score in rrf([[k for k, _ in lexical]])[:limit]:
         e = get_entry(conn, key)
         if e is not None:
             hits.append(Hit(e, round(score, 6), None if key not in bm else round(bm[key], 6)))

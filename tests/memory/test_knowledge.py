@@ -18,6 +18,7 @@ from leanctx.api import registry
 from leanctx.app import LeanCtx
 from leanctx.commands.knowledge import (ConsolidateKnowledge, ImportKnowledge, RememberAck, RememberKnowledge,
                                         RemoveKnowledge, ResolveKnowledge, export_jsonl, parse_jsonl)
+from leanctx.commands.knowledge import recall as recall_facts
 from leanctx.errors import LeanCtxError
 from leanctx.projections.knowledge import (fts_query, get_entry, jaccard, list_entries, recall, rrf, status)
 from tools.replay import replay
@@ -159,17 +160,23 @@ def test_reciprocal_rank_fusion_on_given_lists() -> None:
 
 
 def test_recall_fuses_a_semantic_ranking_when_an_embedder_is_given(app: LeanCtx) -> None:
-    class Fake:  # "semantic" that only likes the cache fact
+    class Fake:  # "semantic" that only likes the cache fact (and the query)
         name, dim = "fake", 2
 
         def embed(self, texts: list[str]) -> list[list[float]]:
-            return [[1.0, 0.0] if i == 0 or "Redis" in t else [0.0, 1.0] for i, t in enumerate(texts)]
+            return [[1.0, 0.0] if "Redis" in t or "storage" in t else [0.0, 1.0] for t in texts]
 
     for key, cat, value in FACTS:
         remember(app, key, value, category=cat)
     plain = recall(reader(app), "session data")
-    fused = recall(reader(app), "rate limit counters storage", embedder=Fake())
-    assert plain[0].entry.key == "cache.layer" and fused[0].entry.key == "cache.layer"
+    query = "rate limit counters storage"
+    lexical = recall_facts(app, query, embedder=None)
+    fused = recall_facts(app, query, embedder=Fake())
+    assert plain[0].entry.key == "cache.layer" and fused.hits[0].entry.key == "cache.layer"
+    assert lexical.rankers == ["bm25"] and fused.rankers == ["bm25", "semantic"]
+    assert fused.hits[0].sources == ["bm25", "semantic"] and fused.hits[0].score > lexical.hits[0].score
+    # the semantic list holds the cache fact alone: orthogonal facts are not "near"
+    assert [h.entry.key for h in fused.hits if "semantic" in h.sources] == ["cache.layer"]
 
 
 # ------------------------------------------------------------------------------------------
@@ -329,6 +336,7 @@ def test_ctx_knowledge_tool(app: LeanCtx) -> None:
     assert "CONFLICT" in out["text"]
     out = registry.call(app, ana, "ctx_knowledge", {"action": "recall", "query": "database engine"})
     assert out["semantic"] == "off" and "semantic off" in out["text"] and "CONFLICT" in out["text"]
+    assert out["rankers"] == ["bm25"] and "[rankers: bm25; semantic off" in out["text"]
     assert out["hits"][0]["entry"]["key"] == "db.engine"
     assert "db.engine" in registry.call(app, ana, "ctx_knowledge", {"action": "status"})["text"]
     data = registry.call(app, ana, "ctx_knowledge", {"action": "export"})["data"]
@@ -368,9 +376,9 @@ def test_cli_knowledge(tmp_path: Path) -> None:
     assert "conflict on db.engine" in out
     rec = cli(db, "knowledge", "recall", "which database engine")
     assert rec.stdout.startswith("db.engine [arch] = MySQL") and "CONFLICT" in rec.stdout
-    assert "semantic off" in rec.stderr
+    assert "semantic off" in rec.stderr and "rankers: bm25;" in rec.stderr
     hits = json.loads(cli(db, "knowledge", "recall", "github", "--json").stdout)
-    assert hits["semantic"] == "off" and {h["entry"]["key"] for h in hits["hits"]} == {"ci.provider", "ci.copy"}
+    assert hits["semantic"] == "off" and hits["rankers"] == ["bm25"] and {h["entry"]["key"] for h in hits["hits"]} == {"ci.provider", "ci.copy"}
     st = json.loads(cli(db, "knowledge", "status", "--json").stdout)
     assert st == {"total": 3, "by_category": {"arch": 1, "tooling": 2}, "conflicts": ["db.engine"]}
     merged = json.loads(cli(db, "knowledge", "consolidate", "--json").stdout)

@@ -60,21 +60,20 @@ def recall(
     limit: int = typer.Option(10, "-n", "--limit", min=1, help="At most this many facts."),
     json_: bool = JSON,
 ) -> None:
-    """Facts for a query, best first (bm25; fused with semantic similarity when installed)."""
-    from ...commands.knowledge import check_category, entry_lines, semantic_note
-    from ...projections.knowledge import recall as do_recall
+    """Facts for a query, best first (bm25; fused with sqlite-vec nearest neighbours when a model is installed)."""
+    from ...commands.knowledge import check_category, entry_lines
+    from ...commands.knowledge import recall as do_recall
 
     st = state(ctx)
     lc = st.open()
     cat = check_category(category) if category is not None else None
-    embedder, note = semantic_note()
-    hits = do_recall(lc.projections.reader("knowledge"), query, category=cat, limit=limit, embedder=embedder)
+    ans = do_recall(lc, query, category=cat, limit=limit)
     if st.want_json(json_):
-        emit_json({"hits": hits, "semantic": note.split(" ")[1]})
+        emit_json({"hits": ans.hits, "rankers": ans.rankers, "semantic": ans.semantic})
         return
-    for h in hits:
+    for h in ans.hits:
         sys.stdout.write("\n".join(entry_lines(h.entry)) + "\n")
-    sys.stderr.write(f"{len(hits)} fact(s); {note}\n")
+    sys.stderr.write(f"{len(ans.hits)} fact(s); {ans.summary}\n")
 
 
 @knowledge_app.command("show")

@@ -52,17 +52,14 @@ def _remember(lc: Any, caller: Caller, a: KnowledgeArgs) -> dict[str, Any]:
 
 
 def _recall(lc: Any, caller: Caller, a: KnowledgeArgs) -> dict[str, Any]:
-    from ...commands.knowledge import check_category, entry_lines, semantic_note
-    from ...projections.knowledge import recall
+    from ...commands.knowledge import check_category, entry_lines, recall
 
     _need(a, "query")
-    embedder, note = semantic_note()
     cat = check_category(a.category) if a.category else None
-    hits = recall(lc.projections.reader("knowledge"), a.query or "", category=cat, limit=a.limit or 10,
-                  embedder=embedder)
-    lines = [line for h in hits for line in entry_lines(h.entry)]
+    ans = recall(lc, a.query or "", category=cat, limit=a.limit or 10)
+    lines = [line for h in ans.hits for line in entry_lines(h.entry)]
     text = "\n".join(lines) or f"no facts match {a.query!r}"
-    return {"text": f"{text}\n[{note}]", "hits": hits, "semantic": note.split(" ")[1]}
+    return {"text": f"{text}\n[{ans.summary}]", "hits": ans.hits, "rankers": ans.rankers, "semantic": ans.semantic}
 
 
 def _show(lc: Any, caller: Caller, a: KnowledgeArgs) -> dict[str, Any]:

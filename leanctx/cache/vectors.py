@@ -27,7 +27,9 @@ tables. :class:`VectorIndex` (code chunks) and ``cache.knowledge_vectors.Knowled
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 import os
 import shutil
 import tempfile
@@ -95,14 +97,19 @@ class MiniLM:
     def _load(self) -> Any:
         with self._lock:
             if self._model is None:
-                import all_minilm_l6_v2  # type: ignore[import-not-found]
-
-                path = _model_dir(Path(all_minilm_l6_v2.get_model_zip_path()))
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-                from sentence_transformers import SentenceTransformer  # type: ignore[import-not-found]
+                os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+                os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+                # the model package prints a greeting on import and transformers draws a progress
+                # bar while loading: neither may reach stdout (the CLI's answer, MCP's stdio stream)
+                with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                    import all_minilm_l6_v2  # type: ignore[import-not-found]
 
-                self._model = SentenceTransformer(str(path), device="cpu")
+                    path = _model_dir(Path(all_minilm_l6_v2.get_model_zip_path()))
+                    from sentence_transformers import SentenceTransformer  # type: ignore[import-not-found]
+
+                    self._model = SentenceTransformer(str(path), device="cpu")
             return self._model
 
     def embed(self, texts: Sequence[str]) -> Sequence[Sequence[float]]:

@@ -37,7 +37,7 @@ def search_cmd(
     query: str = typer.Argument(..., help="Words, an identifier, or (with --regex) a pattern."),
     regex_: bool = typer.Option(False, "--regex", help="Regex only: every matching line, in path order."),
     bm25: bool = typer.Option(False, "--bm25", help="BM25 only: ranked chunks from the code index."),
-    semantic: bool = typer.Option(False, "--semantic", help="Semantic only (needs lean-ctx[semantic])."),
+    semantic: bool = typer.Option(False, "--semantic", help="Semantic only (needs the semantic extra: pip install 'lean-ctx\\[semantic]')."),
     limit: int = typer.Option(20, "--limit", "-n", help="Results shown (the rest is archived)."),
     path: Optional[str] = typer.Option(None, "--path", help="Only files matching this glob (e.g. 'src/*.py', '*.md')."),
     session: Optional[str] = typer.Option(None, "--session", help=_SESSION_HELP),

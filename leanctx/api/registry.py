@@ -18,8 +18,8 @@ transport translates them once (MCP: a tool error ``CODE: sentence``; HTTP: stat
 Arguments that do not fit the Struct are refused here with ``INVALID_ARGUMENT``, and an
 unknown tool with ``TOOL_UNKNOWN``.
 
-``ctx_session`` and ``ctx_overview`` (category ``session``) and ``ctx_knowledge`` (``memory``)
-come with the memory issue; ``ctx_handoff`` is still to come.
+``ctx_session`` and ``ctx_overview`` are in category ``session``; ``ctx_knowledge``,
+``ctx_handoff`` and ``ctx_proof`` in ``memory``.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ CATEGORIES: dict[str, str] = {
     "session": "work with other agents: messages, claims, diaries, tasks",
     "arch": "architecture views of the project (none yet)",
     "debug": "diagnostics of the log and the caches (none yet)",
-    "memory": "knowledge: remember, recall, conflicts, consolidation",
+    "memory": "knowledge (remember, recall, conflicts, consolidation), signed handoffs, Context Proofs",
     "metrics": "token savings",
 }
 DEFAULT_CATEGORIES: tuple[str, ...] = ("core", "session")

@@ -296,12 +296,17 @@ def unread_count(conn: Any, channel: str, reader: str) -> int:
     ).fetchone()[0]
 
 
-def _info(conn: Any, name: str, row: tuple[Any, ...] | None, reader: str | None) -> ChannelInfo:
-    where, params = _visible(reader)
+def _info(conn: Any, name: str, row: tuple[Any, ...] | None, reader: str | None,
+          everything: bool = False) -> ChannelInfo:
+    where, params = ("1", []) if everything else _visible(reader)
     visible = conn.execute(
         f"SELECT count(*) FROM channel_messages WHERE channel = ? AND {where}", (name, *params)
     ).fetchone()[0]
-    last = last_messages(conn, name, 1, reader=reader)
+    last_row = conn.execute(
+        f"SELECT {_MSG_COLS} FROM channel_messages WHERE channel = ? AND {where} ORDER BY seq DESC LIMIT 1",
+        (name, *params),
+    ).fetchone()
+    last = [_message(last_row)] if last_row else []
     topic, members, created_by, created_at = row if row else (None, "[]", None, None)
     return ChannelInfo(
         name=name, topic=topic, members=_list_dec.decode(members), created_by=created_by, created_at=created_at,
@@ -321,14 +326,16 @@ def channel_info(conn: Any, channel: str, *, reader: str | None = None) -> Chann
     return _info(conn, channel, row, reader)
 
 
-def list_channels(conn: Any, *, reader: str | None = None) -> list[ChannelInfo]:
-    """Every channel (``general`` included), by name."""
+def list_channels(conn: Any, *, reader: str | None = None, everything: bool = False) -> list[ChannelInfo]:
+    """Every channel (``general`` included), by name. Counts and the last message are those
+    ``reader`` can see (broadcasts only when None), or all of them with ``everything`` (an
+    operator's view)."""
     rows = {
         r[0]: r[1:]
         for r in conn.execute("SELECT name, topic, members, created_by, created_at FROM channels")
     }
     names = sorted(set(rows) | {DEFAULT_CHANNEL})
-    return [_info(conn, n, rows.get(n), reader) for n in names]
+    return [_info(conn, n, rows.get(n), reader, everything) for n in names]
 
 
 def canonical_agent(conn: Any, ref: str) -> str:

@@ -9,12 +9,12 @@ never send to a server, and keeps it in ``sessionStorage``).
 
 Data: ``GET /v1/dashboard/state`` is one consistent snapshot of the projections (agents with
 their budgets, tasks, path locks, the scent field, channels and recent messages, savings by
-tool / mode / command family / agent, a time series, bounces). The page keeps it live with the
-log's SSE stream (``GET /v1/events``): any new event schedules a fresh snapshot, and the message
+tool / mode / command family / agent, a time series, bounces, the latest Context Proof with
+its recorded verification). The page keeps it live with the log's SSE stream (``GET /v1/events``): any new event schedules a fresh snapshot, and the message
 panel shows the stream itself, filtered by ``TopicFilter`` fields. Scent intensities decay in
 the browser between snapshots with the same half-life formula as ``projections.scent``.
-Events search, lineage and proofs use their own routes (``/v1/events/search``,
-``/v1/events/lineage/{position}``, ``/v1/proof/latest``).
+Events search, lineage and proof actions use their own routes (``/v1/events/search``,
+``/v1/events/lineage/{position}``, ``POST /v1/proof``, ``POST /v1/proof/verify``).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
+from ... import proof_store
 from ...clock import iso
 from ...errors import NotFound
 from ...projections import savings as sv
@@ -151,6 +152,7 @@ class DashboardState(msgspec.Struct, frozen=True, kw_only=True):
     channels: list[ChannelInfo]
     messages: list[MessageView]  # the last ones of every channel, directed ones included
     savings: SavingsPanel
+    proof: proof_store.ProofInfo | None  # the latest Context Proof (None: none written yet)
 
 
 def _bucket(span: float) -> int:
@@ -208,6 +210,7 @@ def snapshot(st: ServerState) -> DashboardState:
     )
     head = st.lc.store.head()
     return DashboardState(
+        proof=_latest_proof(st),
         now=now,
         generated_at=iso(now),
         project_root=st.project_root,
@@ -219,10 +222,20 @@ def snapshot(st: ServerState) -> DashboardState:
         locks=list_locks(conn, now=now),
         scent=sync(conn, now=now),
         scent_floor=FIELD_FLOOR,
-        channels=list_channels(conn),
+        channels=list_channels(conn, everything=True),
         messages=recent_messages(conn, RECENT_MESSAGES),
         savings=savings,
     )
+
+
+def _latest_proof(st: ServerState) -> proof_store.ProofInfo | None:
+    latest = proof_store.latest(proof_store.proofs_dir(st.lc))
+    if latest is None:
+        return None
+    try:
+        return proof_store.describe(latest)
+    except NotFound:  # removed since it was listed
+        return None
 
 
 async def state(request: Request) -> Response:

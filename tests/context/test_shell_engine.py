@@ -66,7 +66,7 @@ def test_progress_bars_and_ansi_are_collapsed() -> None:
     c = compress("fetch-model", out, "", 0)
     assert "\x1b" not in c.text
     assert "saved to ./m.bin" in c.text and "fetching model" in c.text
-    assert "50 progress output" in c.text
+    assert "[… 50 lines omitted (progress) · expand {archive}]" in c.text
     assert c.omitted_lines == 50
 
 
@@ -132,3 +132,343 @@ def test_fact_scan_over_the_whole_text_matches_the_per_line_regexes() -> None:
                 if FACT_RE.search(ln) or SUMMARY_RE.search(ln) or (warnings and WARN_RE.search(ln))]
         assert _hit_lines(lines, warnings) == want
     assert _hit_lines([], True) == []
+
+
+# ----------------------------------------------------------------------------- markers
+
+
+def test_settle_keeps_lines_that_cost_less_than_their_marker() -> None:
+    from leanctx.context.tokens import count_tokens
+
+    b = Builder(["--", "kept line", *(f"progress {i} " + "x" * 60 for i in range(8))])
+    b.omit([0], "config echo", inline=False)  # 1 token; ", 1 config echo" in the marker costs more
+    b.omit(range(2, 10), "progress", inline=False)
+    b.keep(1)
+    b.settle(count_tokens)
+    text = b.render(0)
+    assert text.startswith("--\nkept line")
+    assert "config echo" not in text
+    assert text.endswith("[… 8 lines omitted (progress) · expand {archive}]")  # one reason: no count twice
+    assert [(o.reason, o.count) for o in b.omissions()] == [("progress", 8)]
+    assert b.counts()[State.KEPT] == 2 and b.counts()[State.OMITTED] == 8
+    # a line alone in the footer is weighed against the whole marker, archive id included
+    b = Builder(["Looking in links: /opt/wheels", "Requirement already satisfied: x"])
+    b.omit([0], "config echo", inline=False)
+    b.keep(1)
+    b.settle(count_tokens)
+    assert b.render(0) == "Looking in links: /opt/wheels\nRequirement already satisfied: x" and b.omissions() == []
+
+
+def test_settle_withdraws_an_inline_marker_longer_than_its_lines() -> None:
+    from leanctx.context.tokens import count_tokens
+
+    b = Builder(["head", "x", "tail"])
+    b.keep(0)
+    b.omit([1], "noise")
+    b.keep(2)
+    b.settle(count_tokens)
+    assert b.render(0) == "head\nx\ntail" and b.omissions() == []
+
+
+def test_the_same_line_with_later_timestamps_is_shown_once() -> None:
+    err = 'E1130 15:32:{s:02d}.{us:06d}   12408 memcache.go:265] "Unhandled Error" err="dial tcp 127.0.0.1:8080: connect: connection refused"'
+    lines = [err.format(s=i, us=i * 1371) for i in range(6)] + ["The connection to the server localhost:8080 was refused"]
+    c = compress("some-client get pods", "", "\n".join(lines) + "\n", 1)
+    assert c.text.startswith(lines[0])
+    assert "[… 5 lines omitted (same line, later timestamps) · expand {archive}]" in c.text
+    assert lines[-1] in c.text and c.omitted_lines == 5
+    # lines that differ in more than their timestamp are not taken for repeats
+    other = [f"2026-11-30T15:32:0{i}Z job {i} finished with status {i * 7}" for i in range(3)]
+    assert all(x in compress("./jobs", "\n".join(other) + "\n", "", 0).text for x in other)
+
+
+def test_footer_reasons_never_contain_a_closing_parenthesis() -> None:
+    # the single-reason footer is "(reason)": a ")" inside would end it early
+    import pathlib
+    import re
+
+    src = pathlib.Path(__file__).resolve().parents[2] / "leanctx" / "context" / "shell"
+    for path in src.rglob("*.py"):
+        for reason in re.findall(r'\bomit\([^"\n]*"([^"{]*)"', path.read_text()):
+            assert ")" not in reason, (path.name, reason)
+
+
+# ----------------------------------------------------------------------------- git
+
+
+def test_git_diff_header_lines_are_stated_by_the_compact_header() -> None:
+    out = "".join(f"{x}\n" for x in [
+        "diff --git a/shop/tax.py b/shop/tax.py", "new file mode 100644", "index 0000000..e9614d7",
+        "--- /dev/null", "+++ b/shop/tax.py", "@@ -0,0 +1 @@", "+RATES = {'de': 19}",
+        "diff --git a/old.py b/new.py", "similarity index 91%", "rename from old.py", "rename to new.py",
+        "index 1111111..2222222 100755", "--- a/old.py", "+++ b/new.py", "@@ -3 +3 @@", "-x = 1", "+x = 2",
+    ])
+    c = compress("git diff", out, "", 0)
+    assert "--- shop/tax.py (new)" in c.text
+    assert "--- new.py (similarity 91%, renamed from old.py)" in c.text
+    assert "+++" not in c.text and "/dev/null" not in c.text and "rename to" not in c.text
+    assert "+RATES = {'de': 19}" in c.text and "-x = 1\n+x = 2" in c.text
+    assert c.omitted_lines + c.kept_lines + c.blank_lines == c.raw_lines
+    # the blob ids are stated nowhere else: omitted with a marker, or kept when that is cheaper
+    assert ("index 0000000..e9614d7" in c.text) or c.omitted_lines == 2
+
+
+def test_git_branch_verbose_groups_branches_at_one_commit() -> None:
+    out = "".join(f"{x}\n" for x in [
+        "  feature/login                3c179fe [origin/feature/login] Handle empty carts",
+        "* main                         3c179fe [origin/main: ahead 1] Handle empty carts",
+        "  old                          1a2b3c4 Initial commit",
+        "  remotes/origin/HEAD          -> origin/main",
+    ])
+    c = compress("git branch -vv", out, "", 0)
+    assert "3c179fe Handle empty carts: feature/login [origin/feature/login], * main [origin/main: ahead 1]" in c.text
+    assert c.text.count("Handle empty carts") == 1
+    assert "old 1a2b3c4 Initial commit" in c.text and "remotes/origin/HEAD  -> origin/main" in c.text
+    assert "* main" in c.must_keep
+
+
+def test_git_pull_marks_created_paths_in_the_stat_list() -> None:
+    out = "".join(f"{x}\n" for x in [
+        "Updating 3c179fe..b4b263b", "Fast-forward", " shop/a.py   | 2 ++", " shop/b.py   | 5 +++--",
+        " 2 files changed, 5 insertions(+), 2 deletions(-)", " create mode 100644 shop/a.py",
+        " delete mode 100644 gone.txt",
+    ])
+    c = compress("git pull", out, "", 0)
+    assert "changed: shop/a.py 2+ (new), shop/b.py 5+-" in c.text
+    assert "deleted: gone.txt" in c.text  # not in the stat list: listed on its own
+    assert c.text.count("shop/a.py") == 1
+
+
+def test_git_status_advice_lines_carry_no_information() -> None:
+    out = "".join(f"{x}\n" for x in [
+        "On branch main", "Your branch is ahead of 'origin/main' by 2 commits.",
+        '  (use "git push" to publish your local commits)', "",
+        "Changes not staged for commit:", '  (use "git add <file>..." to update what will be committed)',
+        '  (use "git restore <file>..." to discard changes in working directory)', "\tmodified:   app.py", "",
+        'no changes added to commit (use "git add" and/or "git commit -a")',
+    ])
+    c = compress("git status", out, "", 0)
+    assert c.text.startswith("branch main, ahead of 'origin/main' by 2 commits\nunstaged (1): M app.py")
+    assert '(use "git push"' not in c.text and '(use "git add <file>' not in c.text
+    assert c.blank_lines == 5  # two empty lines and three fixed advice lines
+    # a sentence about the state (nothing staged) is not fixed text: kept, or omitted and announced
+    assert "no changes added to commit" in c.text or c.omitted_lines == 1
+
+
+# ----------------------------------------------------------------------------- test runners
+
+
+_PYTEST_OUT = """\
+============================= test session starts ==============================
+platform linux -- Python 3.11.7, pytest-9.2.0, pluggy-1.7.0
+rootdir: /home/dev/proj
+collected 3 items
+
+tests/test_m.py F..                                                      [100%]
+
+=================================== FAILURES ===================================
+_________________________________ test_rounded _________________________________
+
+    def test_rounded():
+>       assert Money.of("2.665").rounded().amount == Decimal("2.67")
+E       AssertionError: assert Decimal('2.66') == Decimal('2.67')
+E        +  where Decimal('2.66') = Money(amount=Decimal('2.66')).amount
+E        +    where Money(amount=Decimal('2.66')) = rounded()
+E        +      where rounded = Money(amount=Decimal('2.665')).rounded
+E        +  and   Decimal('2.67') = Decimal('2.67')
+
+tests/test_m.py:9: AssertionError
+=============================== warnings summary ===============================
+tests/test_m.py::test_old
+  /home/dev/proj/tests/test_m.py:33: DeprecationWarning: to_float loses precision
+
+-- Docs: https://docs.pytest.org/en/stable/how-to/capture-warnings.html
+=========================== short test summary info ============================
+FAILED tests/test_m.py::test_rounded - AssertionError: assert Decimal('2.66') == Decimal('2.67')
+=================== 1 failed, 2 passed, 1 warning in 0.05s ====================
+"""
+
+
+def test_pytest_failure_blocks_are_dense() -> None:
+    c = compress("pytest", _PYTEST_OUT, "", 1)
+    t = c.text
+    assert '> assert Money.of("2.665").rounded().amount == Decimal("2.67")' in t  # indentation dropped
+    assert "E AssertionError: assert Decimal('2.66') == Decimal('2.67')" in t
+    # first-level "where"/"and" lines say what was compared; deeper ones how it was computed
+    assert "E  +  where Decimal('2.66') = Money(amount=Decimal('2.66')).amount" in t
+    assert "E  +  and   Decimal('2.67') = Decimal('2.67')" in t
+    assert "= rounded()" not in t and "2 nested where lines" in t
+    assert "tests/test_m.py:33: DeprecationWarning" in t and "/home/dev/proj/" not in t  # relative to rootdir
+    assert "collected 3 items" not in t  # the final summary counts every test
+    assert "-- Docs:" not in t and "1 failed, 2 passed, 1 warning in 0.05s" in t
+    assert sum(o.count for o in c.omissions) == c.omitted_lines
+
+
+def test_pytest_keeps_the_collected_line_without_a_final_summary() -> None:
+    out = "\n".join(_PYTEST_OUT.splitlines()[:6]) + "\n"  # interrupted before the end
+    assert "collected 3 items" in compress("pytest", out, "", 2).text
+
+
+def test_unittest_blocks_name_the_test_once_and_share_the_path_prefix() -> None:
+    err = """\
+.E
+======================================================================
+ERROR: test_remove (test_inv.InvTest.test_remove)
+----------------------------------------------------------------------
+Traceback (most recent call last):
+  File "/home/dev/proj/tests/test_inv.py", line 29, in test_remove
+    self.inv.remove("pear", 1)
+  File "/home/dev/proj/inv/store.py", line 12, in remove
+    self.items[name] -= qty
+  File "/home/dev/proj/inv/items.py", line 3, in __getitem__
+    raise KeyError(k)
+KeyError: 'pear'
+
+----------------------------------------------------------------------
+Ran 2 tests in 0.001s
+
+FAILED (errors=1)
+"""
+    c = compress("python -m unittest", "", err, 1)
+    assert "ERROR: test_inv.InvTest.test_remove\n" in c.text + "\n"
+    assert "[…/ = /home/dev/proj/]" in c.text
+    assert "  …/tests/test_inv.py:29 in test_remove" in c.text and "  …/inv/items.py:3 in __getitem__" in c.text
+    assert "Traceback (most recent call last)" not in c.text and "KeyError: 'pear'" in c.text
+    assert all(f in c.text for f in c.must_keep if not f.startswith("exit "))
+
+
+def test_tap_summary_and_expected_actual_shown_by_the_diff() -> None:
+    out = """\
+TAP version 13
+# Subtest: formats price
+not ok 1 - formats price
+  ---
+  duration_ms: 1.25
+  location: '/home/dev/app/test/price.test.js:8:1'
+  failureType: 'testCodeFailure'
+  error: |-
+    Expected values to be strictly equal:
+    + actual - expected
+
+    + '12.50'
+    - '12.5'
+  expected: '12.5'
+  actual: '12.50'
+  operator: 'strictEqual'
+  stack: |-
+    TestContext.<anonymous> (/home/dev/app/test/price.test.js:9:10)
+    Test.runInAsyncScope (node:async_hooks:206:9)
+  ...
+# Subtest: checks truth
+not ok 2 - checks truth
+  ---
+  location: '/home/dev/app/test/price.test.js:12:1'
+  error: 'The expression evaluated to a falsy value'
+  expected: true
+  actual: false
+  operator: '=='
+  ...
+1..2
+# tests 2
+# pass 0
+# fail 2
+# cancelled 0
+# duration_ms 10.5
+"""
+    c = compress("node --test", out, "", 1)
+    assert "# tests 2 | # pass 0 | # fail 2 | others 0" in c.text and "duration_ms" not in c.text
+    assert "[…/ = /home/dev/app/test/]" in c.text and "location: '…/price.test.js:8:1'" in c.text
+    assert "(…/price.test.js:9:10)" in c.text
+    first, second = c.text.split("not ok 2")
+    assert "expected: '12.5'" not in first  # the diff above shows both values
+    assert "expected: true" in second and "actual: false" in second  # no diff: the fields are the message
+
+
+def test_tsc_pretty_count_table_is_dropped_only_when_it_matches_the_list() -> None:
+    lines = []
+    for path, row, code in [("src/a.ts", 1, 1), ("src/a.ts", 2, 2), ("src/b.ts", 3, 3)]:
+        lines += [f"{path}:{row}:1 - error TS{code}: Type 'string' is not assignable to type 'number'.", "",
+                  f"{row}   const count: number = 'three';", "    ~~~~~", ""]
+    lines += ["", "Found 3 errors in 2 files.", "", "Errors  Files", "     2  src/a.ts:1", "     1  src/b.ts:3"]
+    c = compress("tsc --pretty", "\n".join(lines) + "\n", "", 2)
+    assert c.pattern == "tsc" and "Errors  Files" not in c.text and "3 per-file count table" in c.text
+    lines[-1] = "     4  src/b.ts:3"  # a table that says more than the list: kept
+    assert "4  src/b.ts:3" in compress("tsc --pretty", "\n".join(lines) + "\n", "", 2).text
+
+
+def test_rustc_header_location_and_lint_become_one_line() -> None:
+    err = """\
+warning: length comparison to zero
+ --> src/lib.rs:2:8
+  |
+2 |     if v.len() == 0 {
+  |        ^^^^^^^^^^^^ help: using `is_empty` is clearer: `v.is_empty()`
+  |
+  = help: for further information visit https://rust-lang.github.io/rust-clippy/index.html#len_zero
+  = note: `#[warn(clippy::len_zero)]` on by default
+
+warning: `x` (lib) generated 1 warning
+"""
+    c = compress("cargo clippy", "", err, 0)
+    assert c.text.startswith("src/lib.rs:2:8: warning: length comparison to zero [len_zero]\n")
+    assert "    ↳ help: using `is_empty` is clearer: `v.is_empty()`" in c.text
+    assert "-->" not in c.text and "lint:" not in c.text
+
+
+def test_rustc_labels_are_gutter_lines_not_numbered_source() -> None:
+    err = "warning: unneeded `return`\n --> src/lib.rs:6:5\n  |\nhelp: remove `return`\n  |\n6 -     return x.iter().map(|i| i * 2).len() > 0;\n6 +     x.iter().map(|i| i * 2).len() > 0\n  |\n"
+    c = compress("cargo build", "", err, 0)
+    assert "↳" not in c.text and "return x.iter()" not in c.text  # the suggestion is a code frame
+
+
+def test_go_bare_status_lines_are_stated_by_the_package_lines() -> None:
+    out = "--- FAIL: TestMid (0.00s)\n    geo_test.go:14: Mid.Y = 0.6, want 1\nFAIL\nFAIL\texample.com/geo\t0.009s\nFAIL\n"
+    c = compress("go test ./...", out, "", 1)
+    assert c.text.splitlines()[:3] == ["--- FAIL: TestMid (0.00s)", "geo_test.go:14: Mid.Y = 0.6, want 1",
+                                       "FAIL\texample.com/geo\t0.009s"]
+    assert c.kept_lines == 5 and c.omitted_lines == 0  # the bare FAIL lines are represented, not dropped
+
+
+def test_grep_caps_are_announced_in_one_marker() -> None:
+    out = "".join(f"src/m{f}.py:{k}:    def f{k}(self):\n" for f in range(4) for k in range(1, 9))
+    c = compress("grep -rn def src", out, "", 0)
+    assert c.text.count("{archive}") == 1 and "m0.py (5 of 8)" in c.text
+    assert "[… 12 lines omitted (more matches) · expand {archive}]" in c.text
+
+
+def test_docker_legacy_builder_notice_and_logrus_times() -> None:
+    err = """\
+DEPRECATED: The legacy builder is deprecated and will be removed in a future release.
+            Install the buildx component to build images with BuildKit:
+            https://docs.docker.com/go/buildx/
+
+time="2026-11-30T15:32:24Z" level=error msg="Can't add file Dockerfile to tar: io: read/write on closed pipe"
+Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?
+"""
+    c = compress("docker build .", "", err, 1)
+    assert c.text == ('level=error msg="Can\'t add file Dockerfile to tar: io: read/write on closed pipe"\n'
+                      "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon "
+                      "running?\n[exit 1]")
+    assert c.blank_lines == 4 and c.omitted_lines == 0
+
+
+def test_pip_collecting_lines_are_dropped_only_when_the_install_names_them() -> None:
+    ok = "Collecting requests\n  Downloading requests-2.34.2-py3-none-any.whl (73 kB)\nCollecting idna<4,>=2.5 (from requests)\n" \
+         "Installing collected packages: idna, requests\nSuccessfully installed idna-3.20 requests-2.34.2\n"
+    c = compress("pip install requests", ok, "", 0)
+    assert "Collecting requests" not in c.text and "collected:" not in c.text
+    assert "Successfully installed idna-3.20" in c.text and "2 Collecting lines" in c.text
+    failed = "Collecting requests\nCollecting idna<4,>=2.5 (from requests)\nERROR: No matching distribution found for idna\n"
+    c = compress("pip install requests", failed, "", 1)
+    assert "collected: requests, idna<4,>=2.5" in c.text and "ERROR: No matching distribution found for idna" in c.text
+
+
+def test_a_python_crash_under_any_command_gets_its_traceback_compressed() -> None:
+    frames = "".join(f'  File "/srv/app/pkg/mod{k}.py", line {10 + k}, in step{k}\n    result = step{k + 1}(payload, retries=3)\n'
+                     for k in range(6))
+    err = f"starting worker\nTraceback (most recent call last):\n{frames}ValueError: bad payload: 'x'\n"
+    c = compress("python -m worker.main --once", "", err, 1)
+    assert c.pattern == "traceback"
+    assert "[…/ = /srv/app/pkg/]" in c.text and "  …/mod5.py:15 in step5" in c.text
+    assert "ValueError: bad payload: 'x'" in c.text and "starting worker" in c.text
+    assert "result = step" not in c.text and "[… 6 lines omitted (traceback source) · expand {archive}]" in c.text

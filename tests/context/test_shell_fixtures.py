@@ -74,3 +74,19 @@ def test_argv_and_string_commands_agree(path: Path) -> None:
     a = compress(fx["argv"], fx["stdout"], fx["stderr"], fx["exit_code"])
     b = compress(fx["command"], fx["stdout"], fx["stderr"], fx["exit_code"])
     assert a.pattern == b.pattern or "raw" in {a.pattern, b.pattern}
+
+
+@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+def test_markers_cost_less_than_the_lines_they_announce(path: Path) -> None:
+    from leanctx.context.shell import archive_text
+    from leanctx.context.shell.builder import SAMPLE_ARCHIVE_ID
+
+    fx = _load(path)
+    c = compress(fx["command"], fx["stdout"], fx["stderr"], fx["exit_code"])
+    if not c.omitted_lines:
+        assert not _INLINE.search(c.text) and not _FOOTER.search(c.text)
+        return
+    lines = archive_text(fx["stdout"], fx["stderr"]).split("\n")
+    omitted = "\n".join(lines[k - 1] for o in c.omissions for a, b in o.ranges for k in range(a, b + 1))
+    markers = "\n".join(m.group(0) for rx in (_INLINE, _FOOTER) for m in rx.finditer(c.text))
+    assert count_tokens(markers.replace("{archive}", SAMPLE_ARCHIVE_ID)) < count_tokens(omitted)

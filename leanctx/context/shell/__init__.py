@@ -8,7 +8,11 @@
   number of lines and an ``{archive}`` placeholder (see :func:`fill_archive`), and listed in
   ``omissions`` so that the caller can archive the full output;
 * must-keep facts survive: failing tests, assertion and error lines with their locations,
-  changed paths, summary lines and the exit code.
+  changed paths, summary lines and the exit code;
+* no announcement costs more than what it announces: omitted lines that cost no more tokens
+  than their part of a marker (counted with a real-length archive id) are kept instead
+  (:meth:`Builder.settle`). Lines of a tool's fixed advice text (the same words in every run,
+  such as git's ``(use "git add <file>..." ...)``) carry no information and count as blank.
 """
 
 from __future__ import annotations
@@ -102,6 +106,7 @@ def compress(
     if fn is not None:
         fn(b, Ctx(cmd=cmd, exit_code=exit_code, n_stdout=len(out_lines)))
     finish(b)
+    b.settle(lambda t: count_tokens(t, encoding))
     text = b.render(exit_code)
     missing = [f for f in b.facts if f not in text]
     if missing:  # a pattern rewrote a fact away: restore it verbatim rather than lose it

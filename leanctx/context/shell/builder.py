@@ -9,12 +9,16 @@ for, so a pattern may handle some lines and leave the rest to the generic pass.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from enum import IntEnum
 
 from leanctx.context.shell.model import ARCHIVE_PLACEHOLDER, Omission
 
-__all__ = ["Builder", "State", "marker"]
+__all__ = ["SAMPLE_ARCHIVE_ID", "Builder", "State", "footer_marker", "marker"]
+
+# What a marker costs is counted with an archive id in it, as the caller fills it in
+# (``"A" + 16 hex digits``: 10 to 16 o200k tokens, this one 12), not with the short placeholder.
+SAMPLE_ARCHIVE_ID = "Ab81e35548d3f1e4a"
 
 
 class State(IntEnum):
@@ -32,6 +36,17 @@ def _plural(n: int) -> str:
 def marker(count: int, reason: str) -> str:
     """The inline marker announcing ``count`` omitted lines."""
     return f"[… {count} {_plural(count)} omitted ({reason}) · expand {ARCHIVE_PLACEHOLDER}]"
+
+
+def footer_marker(groups: Sequence[tuple[str, int]]) -> str:
+    """The one marker at the end announcing the footer omissions (``(reason, count)`` pairs):
+    with a single reason it is the inline form, so the count is not stated twice."""
+    if len(groups) == 1:
+        reason, n = groups[0]
+        return marker(n, reason)
+    total = sum(n for _, n in groups)
+    parts = ", ".join(f"{n} {r}" for r, n in groups)
+    return f"[… {total} {_plural(total)} omitted: {parts} · expand {ARCHIVE_PLACEHOLDER}]"
 
 
 def _ranges(idxs: Sequence[int]) -> list[tuple[int, int]]:
@@ -57,7 +72,8 @@ class Builder:
         self._pieces: list[tuple[float, int, str]] = []
         self._seq = 0
         self._footer: dict[str, list[int]] = {}
-        self._omissions: list[Omission] = []
+        self._inline_runs: list[tuple[list[int], str, int]] = []  # (lines, reason, seq of the marker piece)
+        self._dropped: set[int] = set()  # seqs of marker pieces withdrawn by settle()
         self.notes: list[str] = []  # short notes appended to the footer marker (e.g. columns)
 
     # ------------------------------------------------------------------ marking
@@ -72,6 +88,13 @@ class Builder:
         f = (fact if fact is not None else self.lines[i]).strip()
         if f:
             self._facts[i] = f
+
+    def rewrite(self, i: int, text: str) -> None:
+        """Keep line ``i`` as ``text`` (a more compact form of it). For a must-keep line whose
+        fact the new text no longer contains, the fact becomes the new text."""
+        if i in self.must and self._facts.get(i, "") not in text:
+            self.must_keep(i, text)
+        self.keep(i, text)
 
     def release(self, i: int) -> None:
         """A pattern that knows line ``i`` repeats a fact kept elsewhere (a failing test's
@@ -128,6 +151,16 @@ class Builder:
         self.state[got[0]] = State.KEPT
         self._put(got[0], text)
 
+    def boilerplate(self, idxs: Iterable[int]) -> None:
+        """Lines of a tool's fixed advice text (``  (use "git add <file>..." to ...)``,
+        ``Traceback (most recent call last):``): the same words in every run, whatever the
+        input, so they carry no information about this one. Counted with the blank lines, like
+        rulers. Only for text with no variable part: advice that names a count, a version or a
+        path is omitted and announced instead."""
+        for i in idxs:
+            self.release(i)
+            self.blank(i)
+
     def blank(self, i: int) -> None:
         if self.must and i in self.must:
             self.keep(i)
@@ -173,8 +206,50 @@ class Builder:
         )
 
     def _inline(self, run: list[int], reason: str) -> None:
-        self._omissions.append(Omission(reason=reason, count=len(run), ranges=_ranges(run)))
+        self._inline_runs.append((run, reason, self._seq))
         self._put(run[0], marker(len(run), reason))
+
+    def _restore(self, idxs: Iterable[int]) -> None:
+        for i in idxs:
+            self.state[i] = State.KEPT
+            self._put(i, self.lines[i])
+
+    def settle(self, tokens: Callable[[str], int]) -> None:
+        """Never pay more for an announcement than for what it announces: omitted lines that
+        cost no more tokens than their share of a marker (archive id included) are kept
+        verbatim instead. ``tokens`` counts the tokens of a text."""
+
+        def cost(text: str) -> int:
+            return tokens(text.replace(ARCHIVE_PLACEHOLDER, SAMPLE_ARCHIVE_ID))
+
+        def lines_cost(idxs: Sequence[int], limit: int) -> int:
+            text = "\n".join(self.lines[i] for i in idxs)
+            if len(text) > 8 * limit:  # far longer than the marker: no need to count
+                return limit + 1
+            return tokens(text)
+
+        kept_runs = []
+        for run, reason, seq in self._inline_runs:
+            m = cost(marker(len(run), reason))
+            if lines_cost(run, m) <= m:
+                self._dropped.add(seq)
+                self._restore(run)
+            else:
+                kept_runs.append((run, reason, seq))
+        self._inline_runs = kept_runs
+        while self._footer:
+            groups = [(r, len(ix)) for r, ix in self._footer.items()]
+            whole = cost(footer_marker(groups))
+            best = None
+            for r, ix in self._footer.items():
+                rest = [(g, n) for g, n in groups if g != r]
+                share = whole - (cost(footer_marker(rest)) if rest else 0)
+                if lines_cost(ix, share) <= share:
+                    best = r
+                    break
+            if best is None:
+                break
+            self._restore(self._footer.pop(best))
 
     # ------------------------------------------------------------------ result
     def counts(self) -> dict[State, int]:
@@ -184,18 +259,17 @@ class Builder:
         return c
 
     def omissions(self) -> list[Omission]:
+        inline = [Omission(reason=r, count=len(run), ranges=_ranges(run)) for run, r, _ in self._inline_runs]
         footer = [
             Omission(reason=r, count=len(ix), ranges=_ranges(ix)) for r, ix in self._footer.items()
         ]
-        return [*self._omissions, *footer]
+        return [*inline, *footer]
 
     def render(self, exit_code: int) -> str:
-        pieces = sorted(self._pieces)
+        pieces = sorted(p for p in self._pieces if p[1] not in self._dropped)
         out = [t for _, _, t in pieces]
         if self._footer:
-            total = sum(len(v) for v in self._footer.values())
-            parts = ", ".join(f"{len(v)} {r}" for r, v in self._footer.items())
-            out.append(f"[… {total} {_plural(total)} omitted: {parts} · expand {ARCHIVE_PLACEHOLDER}]")
+            out.append(footer_marker([(r, len(v)) for r, v in self._footer.items()]))
         for n in self.notes:
             out.append(f"[{n}]")
         if exit_code != 0:

@@ -40,6 +40,10 @@ SUMMARY_RE = re.compile(
     """
 )
 
+_TIMESTAMP = re.compile(
+    r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"  # ISO 8601
+    r"|\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b"  # 15:32:24.470279 (klog, syslog, most loggers)
+)
 MAX_LINE = 400
 HEAD = 25
 TAIL = 25
@@ -114,7 +118,7 @@ def finish(
         else:
             rest.append(i)
     if progress:
-        b.omit(progress, "progress output", inline=False)
+        b.omit(progress, "progress", inline=False)
     # 2. runs of identical / near-identical consecutive lines
     survivors: list[int] = []
     k = 0
@@ -125,6 +129,18 @@ def finish(
         if j > k:
             run = rest[k : j + 1]
             b.fold(run, f"{shorten(b.lines[run[0]])}  [×{len(run)}]")
+            survivors.append(run[0])
+            k = j + 1
+            continue
+        # the same line written again and again, only its timestamp changing (retry loops,
+        # client-side error logs): the first one is shown, the later ones are announced
+        when = _TIMESTAMP.sub("#", b.lines[rest[k]])
+        j = k
+        while j + 1 < len(rest) and rest[j + 1] == rest[j] + 1 and _TIMESTAMP.sub("#", b.lines[rest[j + 1]]) == when:
+            j += 1
+        if j > k and when != b.lines[rest[k]]:
+            run = rest[k : j + 1]
+            b.omit(run[1:], "same line, later timestamps")
             survivors.append(run[0])
             k = j + 1
             continue

@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from leanctx.context.shell.builder import Builder
 from leanctx.context.shell.dispatch import Command
 from leanctx.context.shell.patterns.build import cc, make
-from leanctx.context.shell.patterns.common import Ctx, Pattern
+from leanctx.context.shell.patterns.common import Ctx, Pattern, python_traceback
 from leanctx.context.shell.patterns.containers import docker, kubectl
 from leanctx.context.shell.patterns.files import find, ls, tree
 from leanctx.context.shell.patterns.git import git
@@ -49,6 +50,12 @@ _BY_TOOL: dict[str, tuple[str, Pattern]] = {
 NO_GENERIC_FACTS = {"ls", "tree", "find", "grep", "git:diff", "git:show", "git:log", "pip:list"}
 
 
+def traceback(b: Builder, ctx: Ctx) -> None:
+    """Any output with a Python traceback: frames as ``path:line in function``, the exception
+    kept, the source lines of the frames omitted (the rest goes to the generic pass)."""
+    python_traceback(b)
+
+
 def by_content(lines: Sequence[str]) -> Pattern | None:
     """Recognize well-known outputs whatever launched them (npm scripts, make targets...)."""
     head = lines[:400]
@@ -68,6 +75,8 @@ def by_content(lines: Sequence[str]) -> Pattern | None:
     tail = "\n".join(lines[-50:])
     if re.search(r"^Ran \d+ tests? in ", tail, re.M):
         return unittest
+    if any(line.rstrip() == "Traceback (most recent call last):" for line in lines):
+        return traceback  # a Python program that crashed: whatever ran it
     return None
 
 

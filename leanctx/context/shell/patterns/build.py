@@ -28,7 +28,7 @@ def make(b: Builder, ctx: Ctx) -> None:
         elif _MAKE_ERR.match(line):
             b.must_keep(i)
             b.keep(i)
-    b.omit(dirs, "make directory messages", inline=False)
+    b.omit(dirs, "make dir messages", inline=False)
     b.omit(cmds, "compiler commands", inline=False)
     compiler_diagnostics(b)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Sequence
 
@@ -17,6 +18,8 @@ __all__ = [
     "RULER_RE",
     "Ctx",
     "Pattern",
+    "abbreviate",
+    "common_dir",
     "compiler_diagnostics",
     "drop_rulers",
     "group_list",
@@ -48,24 +51,42 @@ def drop_rulers(b: Builder, idxs: Sequence[int] | None = None) -> None:
             b.blank(i)
 
 
+def _is_header(s: str) -> bool:
+    return bool(DIAG_HEADER_RE.match(s) or re.match(r"^[A-Z]+\d+ ", s))
+
+
 def compiler_diagnostics(b: Builder, idxs: Sequence[int] | None = None) -> None:
-    """rustc/clippy/gcc/ruff style diagnostics: keep headers, locations and labels; drop frames."""
+    """rustc/clippy/gcc/ruff style diagnostics: keep headers, locations and labels; drop frames.
+
+    A header with the ``-->`` location right below it and the lint named by its ``= help: for
+    further information visit ...#lint`` line becomes one line, ``src/lib.rs:6:21: warning: x
+    [lint]`` (the form gcc, ruff and mypy print)."""
     rng = b.pending(range(b.n) if idxs is None else idxs)
     frames: list[int] = []
     notes: list[int] = []
+    header = -1  # the diagnostic header of the block being read
+    merged: dict[int, list[int]] = {}  # header -> [location line, lint line]
+    loc_of: dict[int, str] = {}
+    lint_of: dict[int, str] = {}
     for i in rng:
         line = b.lines[i]
         s = line.strip()
-        if DIAG_HEADER_RE.match(s) or re.match(r"^[A-Z]+\d+ ", s):
+        if _is_header(s):
             b.must_keep(i)
-            b.keep(i)
+            header = i
         elif s.startswith("-->") or s.startswith("::: "):
             loc = s[3:].strip() if s.startswith("-->") else s[4:].strip()
             b.must_keep(i, loc)
-            b.keep(i, f"  --> {loc}")
+            if s.startswith("-->") and header == i - 1:
+                loc_of[header] = loc
+                merged.setdefault(header, []).append(i)
+            else:
+                b.keep(i, f"  --> {loc}")
         elif CODE_FRAME_RE.match(line):
             m = LABEL_RE.search(line)
-            if m and "|" in line and not re.search(r"\|\s*\d+\s*\|", line):
+            # labels sit on gutter lines ("   |     ^^^ label"); numbered lines are source code
+            # (a closure's |x| or a suggestion's "6 - old line" is not a label)
+            if m and re.match(r"^\s*[|│]", line):
                 label = m.group(1).strip()
                 if i in b.must:  # the generic pass marked it: what must survive is the label
                     b.must_keep(i, label)
@@ -74,11 +95,21 @@ def compiler_diagnostics(b: Builder, idxs: Sequence[int] | None = None) -> None:
                 frames.append(i)
         elif m := re.match(r"^= help: for further information visit \S+#([\w-]+)$", s):
             b.must_keep(i, m.group(1))
-            b.keep(i, f"    lint: {m.group(1)}")
+            if header in loc_of and header not in lint_of:
+                lint_of[header] = m.group(1)
+                merged[header].append(i)
+            else:
+                b.keep(i, f"    lint: {m.group(1)}")
         elif s.startswith("= note:") or s.startswith("= help:") or s.startswith("note: `#["):
             notes.append(i)
         elif re.match(r"^[\w./-]+: In (?:function|member function|constructor) ", s):
             notes.append(i)
+    for i in rng:
+        if i in merged:
+            lint = f" [{lint_of[i]}]" if i in lint_of else ""
+            b.represent([i, *merged[i]], f"{loc_of[i]}: {b.lines[i].strip()}{lint}")
+        elif i in b.must and b.is_pending(i) and _is_header(b.lines[i].strip()):
+            b.keep(i)
     if frames:
         b.omit(frames, "code frames", inline=False)
     if notes:
@@ -95,18 +126,21 @@ def python_traceback(b: Builder, idxs: Sequence[int] | None = None) -> None:
     source: list[int] = []
     headers: list[int] = []
     in_tb = False
+    frames = [(i, m) for i in rng if (m := _TB_FILE.match(b.lines[i]))]
+    prefix = common_dir([m.group(1) for _, m in frames if m.group(1).startswith("/")])
+    short = abbreviate(b, prefix, frames[0][0] - 0.5) if prefix else (lambda t: t)
     for i in rng:
         line = b.lines[i]
-        if line.startswith("Traceback (most recent call last)"):
+        if line.rstrip() == "Traceback (most recent call last):":
             in_tb = True
-            b.release(i)
-            headers.append(i)
+            headers.append(i)  # fixed text: the File/line frames that follow say it is a traceback
             continue
         if not in_tb:
             continue
         m = _TB_FILE.match(line)
         if m:
             path, lineno, fn = m.groups()
+            path = short(path)
             b.must_keep(i, f"{path}:{lineno}")
             b.keep(i, f"  {path}:{lineno}" + (f" in {fn}" if fn else ""))
         elif _TB_EXC.match(line) and not line.startswith(" "):
@@ -118,9 +152,8 @@ def python_traceback(b: Builder, idxs: Sequence[int] | None = None) -> None:
         else:
             in_tb = False
     if source:
-        b.omit(source, "traceback source lines", inline=False)
-    if headers:  # the File/line frames that follow say it is a traceback
-        b.omit(headers, "traceback headers", inline=False)
+        b.omit(source, "traceback source", inline=False)
+    b.boilerplate(headers)
 
 
 def group_list(items: Sequence[str], per_line: int = 0) -> str:
@@ -130,3 +163,28 @@ def group_list(items: Sequence[str], per_line: int = 0) -> str:
 
 def locations(text: str) -> list[str]:
     return LOCATION_RE.findall(text)
+
+
+_ABS_PATH = re.compile(r"(?<![\w.~/-])/(?:[\w.@+-]+/)+[\w.@+-]+")
+ABBREV = "…/"
+
+
+def common_dir(texts: Sequence[str], min_uses: int = 3) -> str:
+    """The directory shared by every absolute path in ``texts`` (with a trailing ``/``), when
+    it is used at least ``min_uses`` times and is long enough that writing it once pays off;
+    else ``""``. Tools that print absolute locations (tracebacks, node's test runner) repeat the
+    project directory on every line."""
+    paths = [m.group(0) for t in texts for m in _ABS_PATH.finditer(t)]
+    if len(paths) < min_uses:
+        return ""
+    prefix = os.path.commonpath([os.path.dirname(p) for p in paths])
+    if prefix.count("/") < 2 or len(prefix) < 12:
+        return ""
+    return prefix.rstrip("/") + "/"
+
+
+def abbreviate(b: Builder, prefix: str, pos: float) -> Callable[[str], str]:
+    """Announce ``…/ = prefix`` once (at ``pos``) and return the function that writes a line
+    with the prefix abbreviated."""
+    b.note(pos, f"[{ABBREV} = {prefix}]")
+    return lambda text: text.replace(prefix, ABBREV)

@@ -32,8 +32,29 @@ def _table(b: Builder) -> None:
         b.omit(rows[_MAX_ROWS + 1 :], "more rows")
 
 
+_LEGACY_NOTICE = [
+    "DEPRECATED: The legacy builder is deprecated and will be removed in a future release.",
+    "Install the buildx component to build images with BuildKit:",
+    "https://docs.docker.com/go/buildx/",
+]
+_LOGRUS_TIME = re.compile(r'^time="[^"]*" (level=\w+ .*)$')
+
+
+def _client_notices(b: Builder) -> None:
+    """What the docker client prints besides the command's own output: the legacy builder's
+    fixed ``DEPRECATED:`` notice (the same three lines on every build, so counted as blank) and
+    a logrus line's ``time="..."`` (the moment of the message: timing noise) are dropped."""
+    for i in range(b.n - 2):
+        if b.lines[i] == _LEGACY_NOTICE[0] and [x.strip() for x in b.lines[i + 1 : i + 3]] == _LEGACY_NOTICE[1:]:
+            b.boilerplate(range(i, i + 3))
+    for i, line in enumerate(b.lines):
+        if b.is_pending(i) and (m := _LOGRUS_TIME.match(line)):
+            b.rewrite(i, m.group(1))
+
+
 def docker(b: Builder, ctx: Ctx) -> None:
     detect_facts(b)
+    _client_notices(b)
     sub = ctx.cmd.sub
     if sub in {"ps", "images", "image", "container", "volume", "network", "stats", "top"}:
         _table(b)

@@ -39,8 +39,8 @@ def ls(b: Builder, ctx: Ctx) -> None:
             dirs = [t for _, t in long_rows if t.endswith("/")]
             files = [t for _, t in long_rows if not t.endswith("/")]
             text = []
-            if dirs:
-                text.append(f"dirs ({len(dirs)}): " + ", ".join(dirs))
+            if dirs:  # the label says they are directories: no trailing "/" on each
+                text.append(f"dirs ({len(dirs)}): " + ", ".join(d[:-1] for d in dirs))
             if files:
                 text.append(f"files ({len(files)}): " + ", ".join(files))
             b.represent([i for i, _ in long_rows] + block, "\n".join(text))

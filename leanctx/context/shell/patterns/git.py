@@ -21,6 +21,8 @@ _SECTIONS = {
     "Unmerged paths:": "unmerged",
     "Ignored files:": "ignored",
 }
+# git's advice lines (advice.statusHints): a fixed sentence per situation, no path or count in it
+_ADVICE = re.compile(r'^\s+\(use "git [\w/ -]+(?: <[\w.]+>\.\.\.)?"(?: and/or "git [\w -]+")? to [\w ,/-]+\)$')
 _ENTRY = re.compile(r"^\t(?:(" + "|".join(_STATUS_CODES) + r"):\s+)?(.+?)(?:\s+\((?:new commits|modified content|untracked content)[^)]*\))?$")
 _MAX_LIST = 40
 
@@ -45,20 +47,21 @@ def _status(b: Builder) -> None:
     section = ""
     entries: dict[str, list[tuple[int, str]]] = {}
     hints: list[int] = []
+    advice: list[int] = []  # git's fixed "(use "git ..." to ...)" lines
+    titles: dict[str, int] = {}
     branch_lines: list[int] = []
     for i, line in enumerate(b.lines):
         s = line.strip()
         if not s:
             b.blank(i)
-        elif line.startswith(("On branch ", "HEAD detached", "Your branch", "  (use \"git pull\"", "and have ")) and not section:
-            if line.startswith("  ("):
-                hints.append(i)
-            else:
-                branch_lines.append(i)
+        elif _ADVICE.match(line):
+            advice.append(i)
+        elif line.startswith(("On branch ", "HEAD detached", "Your branch", "and have ")) and not section:
+            branch_lines.append(i)
         elif s in _SECTIONS:
             section = _SECTIONS[s]
             entries.setdefault(section, [])
-            hints.append(i)  # represented by the section label
+            titles[section] = i  # represented by the section's label
         elif re.match(r"^\s+\(use ", line) or s.startswith(("no changes added to commit", "nothing added to commit")):
             hints.append(i)
         elif section and (m := _ENTRY.match(line)):
@@ -67,16 +70,28 @@ def _status(b: Builder) -> None:
             b.must_keep(i, path)
             entries[section].append((i, f"{code} {path}".strip() if section != "untracked" else path))
     if branch_lines:
-        b.represent(branch_lines, " · ".join(b.lines[i].strip().rstrip(".") for i in branch_lines))
+        b.represent(branch_lines, ", ".join(_branch_state(b.lines[i]) for i in branch_lines))
     for sec, items in entries.items():
         if not items:
             continue
         shown = items[:_MAX_LIST]
-        b.represent([i for i, _ in shown], f"{sec} ({len(items)}): " + ", ".join(t for _, t in shown))
+        head = [titles[sec]] if sec in titles else []
+        b.represent([*head, *(i for i, _ in shown)], f"{sec} ({len(items)}): " + ", ".join(t for _, t in shown))
         if len(items) > _MAX_LIST:
             b.omit([i for i, _ in items[_MAX_LIST:]], f"more {sec} paths")
-    # hints and section titles are represented by the compact labels
+    b.boilerplate(advice)
     b.omit(hints, "git hints", inline=False)
+
+
+def _branch_state(line: str) -> str:
+    """``On branch main`` → ``branch main``; ``Your branch is ahead of 'o/m' by 2 commits.`` →
+    ``ahead of 'o/m' by 2 commits``: the same facts without the sentence around them."""
+    s = line.strip().rstrip(".")
+    if s.startswith("On branch "):
+        return "branch " + s[10:]
+    if s.startswith("Your branch "):
+        return re.sub(r"^Your branch (?:is )?", "", s)
+    return s
 
 
 def _status_short(b: Builder) -> None:
@@ -176,40 +191,46 @@ def _log_and_diff(b: Builder, oneline: bool) -> None:
         if m := _STAT.match(line):  # --stat: the +/- bar is a scaled drawing of the count
             path, count = m.group(1).strip(), m.group(2).strip()
             b.must_keep(i, path)
-            if count.startswith("Bin"):
-                b.keep(i, f" {path} {count}")
-            else:
-                num, _, bar = count.partition(" ")
-                b.keep(i, f" {path} {num}{''.join(c for c in '+-' if c in bar)}")
+            b.keep(i, f" {path} {_stat_count(count)}")
         elif re.match(r"^\s*\d+ files? changed", line):
             b.must_keep(i)
             b.keep(i, line.strip())
         i += 1
-    b.omit(bodies, "commit message body lines", inline=False)
-    b.omit(meta, "diff metadata lines", inline=False)
-    b.omit(context, "unchanged context lines", inline=False)
+    b.omit(bodies, "message bodies", inline=False)
+    b.omit(meta, "index lines", inline=False)
+    b.omit(context, "context lines", inline=False)
 
 
 def _file_diff(b: Builder, i: int, context: list[int], meta: list[int]) -> int:
     n = b.n
     m = re.match(r"^diff --git a/(.+?) b/(.+)$", b.lines[i])
     path = m.group(2) if m else b.lines[i].split()[-1]
-    head = [i]
-    status = ""
+    said: list[int] = []  # header lines whose content the compact header line states
+    labels: list[str] = []
     j = i + 1
     while j < n and _DIFF_META.match(b.lines[j]):
         t = b.lines[j]
-        if t.startswith("new file mode"):
-            status = "new"
-        elif t.startswith("deleted file mode"):
-            status = "deleted"
-        elif t.startswith("rename from "):
-            status = f"renamed from {t[12:]}"
-        head.append(j)
+        if m := re.match(r"^(new|deleted) file mode (\d+)$", t):
+            labels.append(m.group(1) + ("" if m.group(2) == "100644" else f" mode {m.group(2)}"))
+            said.append(j)
+        elif m := re.match(r"^(rename|copy) from (.+)$", t):
+            labels.append(f"{'renamed' if m.group(1) == 'rename' else 'copied'} from {m.group(2)}")
+            said.append(j)
+        elif m := re.match(r"^(?:old|new) mode (\d+)$", t):
+            labels.append(f"{'old' if t.startswith('old') else 'new'} mode {m.group(1)}")
+            said.append(j)
+        elif m := re.match(r"^(?:dis)?similarity index (\d+%)$", t):
+            labels.append(f"{'dissimilarity' if t.startswith('dis') else 'similarity'} {m.group(1)}")
+            said.append(j)
+        elif t.startswith(("rename to ", "copy to ", "--- ", "+++ ")):
+            # the path (or /dev/null for a new/deleted file) is the header's, stated above
+            said.append(j)
+        else:  # index <blob>..<blob> [mode]: blob ids, stated nowhere else
+            meta.append(j)
         j += 1
+    status = ", ".join(labels)
     b.must_keep(i, path)
-    b.represent([i], f"--- {path}" + (f" ({status})" if status else ""))
-    meta.extend(head[1:])
+    b.represent([i, *said], f"--- {path}" + (f" ({status})" if status else ""))
     changed: list[int] = []
     while j < n and not b.lines[j].startswith("diff --") and not re.match(r"^commit [0-9a-f]{7,}", b.lines[j]):
         t = b.lines[j]
@@ -222,7 +243,7 @@ def _file_diff(b: Builder, i: int, context: list[int], meta: list[int]) -> int:
         elif t.startswith(" ") or t.startswith("\\ No newline") or t == "":
             context.append(j)
         j += 1
-    if status == "deleted" and len(changed) > 3:
+    if status.startswith("deleted") and len(changed) > 3:
         b.omit(changed, "content of the deleted file")
     elif len(changed) > _MAX_CHANGED_PER_FILE:
         b.keep_all(changed[: _MAX_CHANGED_PER_FILE - 20])
@@ -241,11 +262,35 @@ def _branch(b: Builder) -> None:
         if line.startswith("*"):
             b.must_keep(i, line.strip())
     if verbose:
-        for i in rows:
-            b.keep(i, squeeze_spaces(b.lines[i]))
+        _branch_verbose(b, rows)
         return
     names = [b.lines[i].strip() for i in rows]
     b.represent(rows, ", ".join(names))
+
+
+_BRANCH_V = re.compile(r"^([*+]?)\s+(\S+)\s+([0-9a-f]{7,40})\s(?:\[([^\]]+)\]\s)?(.*)$")
+
+
+def _branch_verbose(b: Builder, rows: list[int]) -> None:
+    """``git branch -v/-vv``: branches pointing at the same commit share one line with its
+    hash and subject (printed once), each branch with its upstream and ahead/behind state."""
+    groups: dict[tuple[str, str], list[tuple[int, str]]] = {}
+    for i in rows:
+        m = _BRANCH_V.match(b.lines[i])
+        if not m:
+            b.keep(i, squeeze_spaces(b.lines[i]))
+            continue
+        mark, name, sha, upstream, subject = m.groups()
+        label = f"{mark} {name}" if mark else name
+        if mark:
+            b.must_keep(i, label)
+        groups.setdefault((sha, subject.strip()), []).append((i, label + (f" [{upstream}]" if upstream else "")))
+    for (sha, subject), items in groups.items():
+        if len(items) == 1:
+            i, label = items[0]
+            b.keep(i, f"{label} {sha} {subject}")
+        else:
+            b.represent([i for i, _ in items], f"{sha} {subject}: " + ", ".join(t for _, t in items))
 
 
 _TRANSFER_NOISE = re.compile(
@@ -253,36 +298,61 @@ _TRANSFER_NOISE = re.compile(
     r"Total \d+|Resolving deltas|Unpacking objects|Receiving objects|Delta compression|"
     r"Checking connectivity|Updating files|Filtering content)"
 )
-_REF = re.compile(r"^\s+(?:[+*!=-] )?\s*(\S+\.\.\.?\S+|\[new (?:branch|tag|ref)\]|\[deleted\]|\[up to date\]|\[rejected\])\s+(\S+)\s+->\s+(\S+)")
+_REF = re.compile(r"^\s+(?:[+*!=-] )?\s*(\S+\.\.\.?\S+|\[new (?:branch|tag|ref)\]|\[deleted\]|\[up to date\]|\[rejected\]|branch|tag)\s+(\S+)\s+->\s+(\S+)")
 _STAT = re.compile(r"^ (\S.*?)\s+\|\s+(\d+ [+-]*|Bin .*)$")
 _MODE = re.compile(r"^ (create|delete|rename|copy) mode (?:\d+ )?(.+)$")
+
+
+def _stat_count(count: str) -> str:
+    """``12 +++--`` → ``12+-``: the bar is a scaled drawing of the count; which signs it has is
+    the information (``Bin 0 -> 12 bytes`` is kept as it is)."""
+    if count.startswith("Bin"):
+        return count
+    num, _, bar = count.partition(" ")
+    return num + "".join(c for c in "+-" if c in bar)
 
 
 def _transfer(b: Builder) -> None:
     noise: list[int] = []
     modes: dict[str, list[tuple[int, str]]] = {}
-    stats: list[tuple[int, str]] = []
+    stats: list[tuple[int, str]] = []  # (line, path)
+    counts: list[str] = []
     for i, line in enumerate(b.lines):
         if _TRANSFER_NOISE.match(line):
             noise.append(i)
         elif m := _REF.match(line):
             b.must_keep(i, f"{m.group(2)} -> {m.group(3)}")
-            b.keep(i, squeeze_spaces(line).strip())
+            b.keep(i, re.sub(r"\s+", " ", line.strip()))  # column padding carries nothing
         elif m := _MODE.match(line):
             modes.setdefault(m.group(1), []).append((i, m.group(2)))
         elif m := _STAT.match(line):
-            stats.append((i, f"{m.group(1).strip()} {m.group(2).strip()}"))
+            stats.append((i, m.group(1).strip()))
+            counts.append(m.group(2).strip())
             b.must_keep(i, m.group(1).strip())
         elif re.match(r"^\s*\d+ files? changed", line) or re.match(r"^\[[\w/.-]+ [0-9a-f]+\]", line):
             b.must_keep(i)
             b.keep(i, line.strip())
         elif re.match(r"^(To|From) ", line) or line.startswith(("Fast-forward", "Updating ", "Already up to date")):
             b.keep(i)
-    if stats:
-        b.represent([i for i, _ in stats], "changed: " + ", ".join(t for _, t in stats))
+    # a "create/delete mode" line names a path the --stat list already shows: it becomes a
+    # mark on that entry (+ created, - deleted) instead of a second list of the same paths
+    stat_at = {path: k for k, (_, path) in enumerate(stats)}
+    mark = {"create": "new", "delete": "deleted"}
+    rest: dict[str, list[tuple[int, str]]] = {}
+    said: list[int] = []
+    texts = [f"{path} {_stat_count(c)}" for (_, path), c in zip(stats, counts)]
     for kind, items in modes.items():
         for i, p in items:
             b.must_keep(i, p)
+            k = stat_at.get(p)
+            if k is not None and kind in mark:
+                texts[k] += f" ({mark[kind]})"
+                said.append(i)
+            else:
+                rest.setdefault(kind, []).append((i, p))
+    if stats:
+        b.represent([i for i, _ in stats] + said, "changed: " + ", ".join(texts))
+    for kind, items in rest.items():
         label = {"create": "created", "delete": "deleted", "rename": "renamed", "copy": "copied"}[kind]
         b.represent([i for i, _ in items], f"{label}: " + ", ".join(p for _, p in items))
     b.omit(noise, "transfer progress", inline=False)

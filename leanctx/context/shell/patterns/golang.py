@@ -20,6 +20,8 @@ def go(b: Builder, ctx: Ctx) -> None:
     runs: list[int] = []
     passed: list[int] = []
     no_tests: list[int] = []
+    bare: list[int] = []
+    pkgs: list[int] = []
     for i, line in enumerate(b.lines):
         s = line.strip()
         if _RUN.match(line):
@@ -34,9 +36,32 @@ def go(b: Builder, ctx: Ctx) -> None:
         elif _LOC.match(line):
             b.must_keep(i)
             b.keep(i, s if line.startswith("    ") else line)
-        elif _PKG.match(line) or s in {"PASS", "FAIL"} or line.startswith("# "):
+        elif s in {"PASS", "FAIL"}:
+            bare.append(i)
+        elif _PKG.match(line) or line.startswith("# "):
+            b.must_keep(i)
+            if line.startswith(("ok ", "FAIL\t", "FAIL ")):
+                pkgs.append(i)
+            else:
+                b.keep(i)
+    # a bare PASS/FAIL line restates the result of the package line that follows it (and the
+    # last FAIL the run's): each is stated by that package line, not printed again
+    said: dict[int, list[int]] = {k: [] for k in pkgs}
+    for i in bare:
+        status = "ok" if b.lines[i].strip() == "PASS" else "FAIL"
+        after = [k for k in pkgs if k > i and b.lines[k].startswith(status)]
+        before = [k for k in pkgs if k < i and b.lines[k].startswith(status)]
+        if after and after[0] == i + 1:
+            said[after[0]].append(i)
+        elif before and not after:
+            said[before[-1]].append(i)
+        else:
             b.must_keep(i)
             b.keep(i)
+    for k in pkgs:
+        for i in said[k]:
+            b.release(i)
+        b.represent([k, *said[k]], b.lines[k], pos=k)
     b.omit(runs, "=== RUN lines", inline=False)
-    b.omit(passed, "passed tests", inline=False)
+    b.omit(passed, "passed", inline=False)
     b.omit(no_tests, "packages without tests", inline=False)

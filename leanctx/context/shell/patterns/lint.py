@@ -29,10 +29,11 @@ def ruff(b: Builder, ctx: Ctx) -> None:
             b.represent([i, i + 1], text)
             i += 2
             continue
-        if _CONCISE.match(line) or re.match(r"^Found \d+ errors?|^All checks passed|^\[\*\] \d+ fixable|^No fixes available", line):
+        if _CONCISE.match(line) or re.match(r"^Found \d+ errors?|^All checks passed", line):
             b.must_keep(i)
             b.keep(i)
-        elif line.startswith(("help: ", "note: ")):
+        elif line.startswith(("help: ", "note: ")) or re.match(r"^\[\*\] \d+ fixable|^No fixes available", line):
+            # how to apply fixes; which diagnostics are fixable is the [*] on their lines
             helps.append(i)
         elif CODE_FRAME_RE.match(line) or re.match(r"^\s*\d*\s*\|", line):
             frames.append(i)

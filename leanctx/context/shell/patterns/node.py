@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from leanctx.context.shell.builder import Builder
 from leanctx.context.shell.dispatch import parse_command
-from leanctx.context.shell.patterns.common import Ctx, drop_rulers
+from leanctx.context.shell.patterns.common import (
+    Ctx,
+    abbreviate,
+    common_dir,
+    drop_rulers,
+)
 from leanctx.context.shell.text import squeeze_spaces
 
-__all__ = ["eslint", "npm", "tap", "jest", "tsc"]
+__all__ = ["eslint", "jest", "npm", "tap", "tsc"]
 
 _INSTALL_NOISE = re.compile(
     r"^(?:npm notice|\d+ packages? (?:is|are) looking for funding|\s*run `npm fund`|"
@@ -67,12 +73,11 @@ def _install(b: Builder) -> None:
             b.keep(i)
     if deprecated:
         b.represent([i for i, _ in deprecated], "deprecated: " + ", ".join(p for _, p in deprecated))
-    b.omit(noise, "npm notices/progress", inline=False)
+    b.omit(noise, "npm notices", inline=False)
 
 
 _TAP_OK = re.compile(r"^\s*ok \d+ - (.*)$")
 _TAP_NOT_OK = re.compile(r"^\s*not ok \d+ - (.*)$")
-_TAP_KEEP = re.compile(r"^\s*(?:error|location|expected|actual|message|operator):")
 _TAP_SUMMARY = re.compile(r"^# (tests|suites|pass|fail|cancelled|skipped|todo|duration_ms) ")
 
 
@@ -80,20 +85,26 @@ def tap(b: Builder, ctx: Ctx) -> None:
     """node --test / any TAP producer: failures with their message and location, a summary."""
     passed: list[int] = []
     noise: list[int] = []
+    repeats: list[int] = []
     summary: list[int] = []
+    # node's runner writes absolute locations and stack frames: the project directory once
+    prefix = common_dir(b.lines)
+    first = next((k for k, ln in enumerate(b.lines) if prefix and prefix in ln), 0)
+    short = abbreviate(b, prefix, first - 0.5) if prefix else (lambda t: t)
     i = 0
     while i < b.n:
         line = b.lines[i]
         if _TAP_NOT_OK.match(line):
             b.must_keep(i, _TAP_NOT_OK.match(line).group(1))  # type: ignore[union-attr]
             b.keep(i)
-            i = _tap_block(b, i + 1, keep=True, noise=noise)
+            i = _tap_block(b, i + 1, keep=True, noise=noise, repeats=repeats, short=short)
             continue
         if _TAP_OK.match(line):
             passed.append(i)
-            i = _tap_block(b, i + 1, keep=False, noise=passed)
+            i = _tap_block(b, i + 1, keep=False, noise=passed, repeats=repeats, short=short)
             continue
-        if line.lstrip().startswith("# Subtest:") or line.startswith("TAP version") or re.match(r"^\s*1\.\.\d+$", line):
+        if (line.lstrip().startswith("# Subtest:") or line.startswith(("TAP version", "# duration_ms "))
+                or re.match(r"^\s*1\.\.\d+$", line)):  # bookkeeping, and the run's timing
             noise.append(i)
         elif _TAP_SUMMARY.match(line):
             summary.append(i)
@@ -102,43 +113,57 @@ def tap(b: Builder, ctx: Ctx) -> None:
         for i in summary:
             if b.lines[i].startswith(("# fail", "# pass")):
                 b.must_keep(i)
-        b.represent(summary, " | ".join(b.lines[i] for i in summary))
-    b.omit(passed, "passed tests", inline=False)
+        # counts of zero are stated together: the counts that are not zero are the information
+        shown = [b.lines[i] for i in summary if i in b.must or not re.match(r"^# \w+ 0$", b.lines[i])]
+        if len(shown) < len(summary):
+            shown.append("others 0")
+        b.represent(summary, " | ".join(shown))
+    b.omit(passed, "passed", inline=False)
     b.omit(noise, "TAP bookkeeping", inline=False)
+    b.omit(repeats, "expected/actual repeats", inline=False)
 
 
-def _tap_block(b: Builder, i: int, keep: bool, noise: list[int]) -> int:
+_TAP_NOISE_KEYS = {"duration_ms", "failureType", "code", "name", "type"}
+
+
+def _tap_block(b: Builder, i: int, keep: bool, noise: list[int], repeats: list[int],
+               short: Callable[[str], str]) -> int:
     """The YAML block (``---`` .. ``...``) after a test line."""
     if i >= b.n or b.lines[i].strip() != "---":
         return i
     indent = len(b.lines[i]) - len(b.lines[i].lstrip())
     noise.append(i)
     i += 1
-    in_stack = False
+    key = ""
+    diff = False  # the error message shows "+ actual - expected" with both values
     while i < b.n:
         line = b.lines[i]
-        if line.strip() == "..." and len(line) - len(line.lstrip()) == indent:
+        s = line.strip()
+        if s == "..." and len(line) - len(line.lstrip()) == indent:
             noise.append(i)
             return i + 1
+        if len(line) - len(line.lstrip()) == indent and (km := re.match(r"^(\w+):", s)):
+            key = km.group(1)
         if not keep:
             noise.append(i)
-        else:
-            s = line.strip()
-            if re.match(r"^stack:", s):
-                in_stack = True
+        elif key == "stack":
+            if s.startswith("stack:") or "node:internal" in s or "node:async_hooks" in s:
                 noise.append(i)
-            elif in_stack and ("node:internal" in s or "node:async_hooks" in s):
-                noise.append(i)
-            elif _TAP_KEEP.match(s) or in_stack:
-                if "location:" in s or in_stack:
-                    b.must_keep(i)
-                b.keep(i)
-            elif re.match(r"^(?:duration_ms|failureType|code|name|type):", s):
-                noise.append(i)
-            elif not s:
-                b.blank(i)
             else:
-                b.keep(i)
+                b.must_keep(i, short(s))
+                b.keep(i, short(line))
+        elif key in _TAP_NOISE_KEYS:
+            noise.append(i)
+        elif key in {"expected", "actual", "operator"} and diff:
+            repeats.append(i)
+        elif not s:
+            b.blank(i)
+        else:
+            if key == "error" and s == "+ actual - expected":
+                diff = True
+            if key == "location":
+                b.must_keep(i, short(s))
+            b.keep(i, short(line))
         i += 1
     return i
 
@@ -177,8 +202,8 @@ def jest(b: Builder, ctx: Ctx) -> None:
                 b.keep(i, f"  at {m.group(1)}")
         elif line.startswith("npm notice") or s == "Ran all test suites.":
             noise.append(i)
-    b.omit(passed, "passed tests", inline=False)
-    b.omit(frames, "code frame context", inline=False)
+    b.omit(passed, "passed", inline=False)
+    b.omit(frames, "code frames", inline=False)
     b.omit(stack, "node_modules stack frames", inline=False)
     b.omit(noise, "npm notices", inline=False)
     drop_rulers(b)
@@ -189,6 +214,8 @@ _TSC_LINE = re.compile(r"^(\S+?)(?:\((\d+),(\d+)\)|:(\d+):(\d+)) ?[:-] ?(error|w
 
 def tsc(b: Builder, ctx: Ctx) -> None:
     frames: list[int] = []
+    table: int | None = None
+    per_file: list[int] = []
     for i, line in enumerate(b.lines):
         if _TSC_LINE.match(line):
             b.must_keep(i)
@@ -202,8 +229,21 @@ def tsc(b: Builder, ctx: Ctx) -> None:
             b.keep(i, line.strip())
         elif re.match(r"^\s{4}\d+\s", line) or re.match(r"^\s{4}\s*~+", line):
             frames.append(i)
-        elif re.match(r"^\s+\d+\s+\S+", line) and "Errors" in "".join(b.lines[max(0, i - 5) : i]):
-            b.keep(i, squeeze_spaces(line).strip())
+        elif re.match(r"^Errors\s+Files$", line.strip()):
+            table = i
+        elif table is not None and re.match(r"^\s+\d+\s+\S+", line):
+            per_file.append(i)
+    # --pretty ends with an "Errors  Files" table: per-file counts of the diagnostics listed
+    # above, each file with its first line; when every diagnostic line is shown it says nothing new
+    listed = [m.group(1) for ln in b.lines if (m := _TSC_LINE.match(ln))]
+    if table is not None:
+        rows = [re.match(r"^\s+(\d+)\s+(\S+?)(?::\d+)?$", b.lines[i]) for i in per_file]
+        if all(r and listed.count(r.group(2)) == int(r.group(1)) for r in rows):
+            b.omit([table, *per_file], "per-file count table", inline=False)
+        else:
+            b.keep(table)
+            for i in per_file:
+                b.keep(i, squeeze_spaces(b.lines[i]).strip())
     b.omit(frames, "code frames", inline=False)
 
 

@@ -17,6 +17,10 @@ _VERBOSE = re.compile(r"^(\S+::\S.*?) (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\
 _LOCATION = re.compile(r"^[\w./\\-]+\.py:\d+: ?\w*$")
 _SUMMARY = re.compile(r"\b\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|warnings?|deselected)\b.* in [0-9.]+s")
 _E_MAX = 12
+_ROOTDIR = re.compile(r"^rootdir: (/\S+)")
+# pytest explains an assertion with "+  where X = f(Y)" lines nested by two spaces per level;
+# the first level says what the compared values are, deeper ones how those were computed
+_NESTED_WHERE = re.compile(r"^\s*\+ {3,}(?:where|and)\b")
 
 
 _SHORT = re.compile(r"^(FAILED|ERROR) (\S+)(?: - .*)?$")
@@ -24,6 +28,8 @@ _E_HINT = re.compile(
     r"^E\s+(?:Omitting \d+ identical items?, use -vv? to show|Use -vv? to get (?:more|the full) diff"
     r"|\.\.\.Full output truncated(?: \(\d+ lines? hidden\))?, use '-vv?' to show)\s*$"
 )
+# the same words in every run (no count in them): pytest's fixed advice
+_E_FIXED_HINT = re.compile(r"^E\s+Use -vv? to get (?:more|the full) diff\s*$")
 _BLOCK_PREFIX = re.compile(r"^(?:ERROR at (?:setup|teardown|call) of |ERROR collecting )")
 
 
@@ -42,12 +48,22 @@ def pytest(b: Builder, ctx: Ctx) -> None:
     source: list[int] = []
     e_extra: list[int] = []
     hints: list[int] = []
+    fixed: list[int] = []  # pytest's fixed advice ("Use -v to get more diff", the docs link)
     e_count = 0
     verbose_fail: list[tuple[int, str]] = []
     short: list[tuple[int, str]] = []
     short_heading: int | None = None
     blocks: set[str] = set()  # tests with a failure/error block (traceback, E lines, location)
     captured = False  # inside a "Captured stdout call" (etc.) part of a failure block
+    nested: list[int] = []  # "+ where" explanations below the first level
+    collected: int | None = None
+    finished = False  # the final "N failed, M passed in Xs" line was seen
+    e_base = 0  # indentation after "E" of the block's first E line
+    root = next((m.group(1).rstrip("/") + "/" for ln in b.lines[:12] if (m := _ROOTDIR.match(ln))), "")
+
+    def put(i: int, text: str) -> None:
+        b.rewrite(i, text.replace(root, "") if root else text)
+
     for i, line in enumerate(b.lines):
         s = line.strip()
         m = _SECTION.match(line)
@@ -57,6 +73,7 @@ def pytest(b: Builder, ctx: Ctx) -> None:
                 b.must_keep(i, title)
                 b.keep(i, title)
                 section = "done"
+                finished = finished or bool(_SUMMARY.search(title))
             elif "test session starts" in title:
                 section = "header"
                 header.append(i)
@@ -72,8 +89,7 @@ def pytest(b: Builder, ctx: Ctx) -> None:
             continue
         if section == "header":
             if s.startswith("collect"):
-                b.must_keep(i)
-                b.keep(i)
+                collected = i
                 section = "run"
             else:
                 header.append(i)
@@ -101,23 +117,30 @@ def pytest(b: Builder, ctx: Ctx) -> None:
                 captured = False
             elif RULER(line):
                 b.blank(i)
-            elif line.startswith(">"):
-                b.keep(i)
+            elif line.startswith(">"):  # the failing source line: its indentation says nothing
+                put(i, "> " + line[1:].strip())
+            elif _E_FIXED_HINT.match(line):
+                fixed.append(i)
             elif _E_HINT.match(line):
                 hints.append(i)
             elif line.startswith("E ") or line == "E":
-                if not line[1:].strip():
+                body = line[1:]
+                indent = len(body) - len(body.lstrip(" "))
+                if not body.strip():
                     b.blank(i)
+                elif _NESTED_WHERE.match(body):  # how a sub-expression of a sub-expression was computed
+                    nested.append(i)
                 elif e_count < _E_MAX:
                     if e_count == 0:
-                        b.must_keep(i)
-                    b.keep(i)
+                        e_base = indent
+                        b.must_keep(i, body.strip())
+                    put(i, "E " + body[min(indent, e_base):])  # source indentation dropped, nesting kept
                     e_count += 1
                 else:
                     e_extra.append(i)
             elif _LOCATION.match(s):
-                b.must_keep(i, s.rstrip(": "))
-                b.keep(i, s)
+                b.must_keep(i, s.rstrip(": ").replace(root, "") if root else s.rstrip(": "))
+                put(i, s)
             elif sm := _SUBSECTION.match(line):
                 b.keep(i, f"-- {sm.group(1)} --")
                 captured = sm.group(1).startswith("Captured")
@@ -135,8 +158,8 @@ def pytest(b: Builder, ctx: Ctx) -> None:
                 b.must_keep(i)
                 b.keep(i)
             continue
-        if s.startswith("-- Docs: https://docs.pytest.org/"):
-            hints.append(i)
+        if re.match(r"^-- Docs: https://docs\.pytest\.org/\S+$", s):
+            fixed.append(i)
             continue
         # warnings summary and anything else: leave to the generic pass
     # a failing test named in the short summary or in a -v line, whose block is shown above,
@@ -163,15 +186,27 @@ def pytest(b: Builder, ctx: Ctx) -> None:
             b.keep(short_heading, f"== {b.lines[short_heading].strip('= ')} ==")
         else:
             repeated_short.append(short_heading)
-    b.omit(header, "session header", inline=False)
-    b.omit(progress, "progress lines", inline=False)
-    b.omit(passed, "passed tests", inline=False)
-    b.omit(skipped, "skipped/xfail tests", inline=False)
-    b.omit(repeated_v, "-v lines of failures below", inline=False)
-    b.omit(repeated_short, "summary lines of failures above", inline=False)
+    if collected is not None:
+        if finished and collected not in b.must:  # the final summary counts every collected test
+            header.append(collected)
+        else:
+            b.must_keep(collected)
+            b.keep(collected)
+    if root:  # what the generic pass keeps (warnings summary...): paths relative to rootdir
+        for i in b.pending():
+            if root in b.lines[i]:
+                put(i, b.lines[i])
+    b.omit(nested, "nested where lines", inline=False)
+    b.omit(header, "header", inline=False)
+    b.omit(progress, "progress", inline=False)
+    b.omit(passed, "passed", inline=False)
+    b.omit(skipped, "skipped/xfail", inline=False)
+    b.omit(repeated_v, "repeated -v lines", inline=False)
+    b.omit(repeated_short, "repeated summary lines", inline=False)
     b.omit(source, "traceback source", inline=False)
-    b.omit(e_extra, "assertion detail lines", inline=False)
-    b.omit(hints, "pytest -vv hints", inline=False)
+    b.omit(e_extra, "assertion detail", inline=False)
+    b.omit(hints, "-vv hints", inline=False)
+    b.boilerplate(fixed)
     drop_rulers(b)
 
 
@@ -181,6 +216,16 @@ def RULER(line: str) -> bool:  # noqa: N802 - tiny predicate
 
 _UT_LINE = re.compile(r"^(\w+) \(([\w.]+)\)(?: \.\.\.|\n)")
 _UT_RESULT = re.compile(r"^(.+?) \.\.\. (ok|FAIL|ERROR|skipped.*|expected failure|unexpected success)$")
+
+
+def _ut_header(line: str) -> str:
+    """``FAIL: test_x (pkg.Case.test_x)`` → ``FAIL: pkg.Case.test_x``: Python 3.11+ names the
+    method twice (older ones write ``test_x (pkg.Case)``: the same id, spelled out once)."""
+    m = re.match(r"^(FAIL|ERROR): (\w+) \(([\w.]+)\)$", line)
+    if not m:
+        return line
+    kind, name, ident = m.groups()
+    return f"{kind}: {ident if ident.endswith('.' + name) else ident + '.' + name}"
 
 
 def unittest(b: Builder, ctx: Ctx) -> None:
@@ -202,7 +247,7 @@ def unittest(b: Builder, ctx: Ctx) -> None:
         if h := re.match(r"^(?:FAIL|ERROR): (.+)$", line):
             headers.add(h.group(1).strip())
             b.must_keep(i)
-            b.keep(i)
+            b.rewrite(i, _ut_header(line))
         elif re.match(r"^Ran \d+ tests? in", line) or re.match(r"^(FAILED|OK)\b", line):
             b.must_keep(i)
             b.keep(i)
@@ -216,10 +261,10 @@ def unittest(b: Builder, ctx: Ctx) -> None:
         else:
             b.must_keep(i)
             b.keep(i)
-    b.omit(ok, "passed tests", inline=False)
-    b.omit(skipped, "skipped tests", inline=False)
-    b.omit(repeated, "failing test lines repeated in their blocks", inline=False)
-    b.omit(dots, "progress dots", inline=False)
+    b.omit(ok, "passed", inline=False)
+    b.omit(skipped, "skipped", inline=False)
+    b.omit(repeated, "repeated result lines", inline=False)
+    b.omit(dots, "progress", inline=False)
     drop_rulers(b)
     python_traceback(b)
 
@@ -263,12 +308,24 @@ def pip(b: Builder, ctx: Ctx) -> None:
     if satisfied:
         idxs = [i for i, _ in satisfied]
         b.represent(idxs, "Requirement already satisfied: " + ", ".join(t for _, t in satisfied))
-    if collecting:
+    installed = {
+        _pep503(word.rsplit("-", 1)[0])
+        for line in b.lines if line.startswith("Successfully installed ")
+        for word in line.split()[2:]
+    }
+    if collecting and all(_pep503(re.split(r"[<>=!~;\[ ]", spec, maxsplit=1)[0]) in installed for _, spec in collecting):
+        # "Successfully installed" names every collected package, with the version chosen
+        b.omit([i for i, _ in collecting], "Collecting lines", inline=False)
+    elif collecting:
         idxs = [i for i, _ in collecting]
         b.represent(idxs, "collected: " + ", ".join(t for _, t in collecting))
-    b.omit(noise, "download/build progress", inline=False)
-    if any(line.startswith("Successfully installed ") for line in b.lines):  # it names them, with versions
-        b.omit(installing, "package list repeated below", inline=False)
+    b.omit(noise, "progress", inline=False)
+    if installed:  # it names them, with versions
+        b.omit(installing, "repeated package list", inline=False)
+
+
+def _pep503(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _pip_list(b: Builder) -> None:

@@ -75,12 +75,14 @@ def grep(b: Builder, ctx: Ctx) -> None:
         budget = max(1, min(_PER_FILE, _TOTAL - shown_total))
         shown, extra = matches[:budget], matches[budget:]
         shown_total += len(shown)
-        head = f"{rel} ({len(matches)})" if len(matches) > 1 else rel
+        # a capped file says how many of its matches are shown; the lines left out are
+        # announced together in one marker at the end (one archive id, not one per file)
+        count = f" ({len(shown)} of {len(matches)})" if extra else f" ({len(matches)})" if len(matches) > 1 else ""
         body = [f"  {ln}: {_clip(t)}" if ln else f"  {_clip(t)}" for _, ln, t in shown]
         lead = [heads[path]] if path in heads else []
-        b.represent([*lead, *(k for k, _, _ in shown)], "\n".join([head, *body]))
+        b.represent([*lead, *(k for k, _, _ in shown)], "\n".join([rel + count, *body]))
         if extra:
-            b.omit([k for k, _, _ in extra], "more matches")
+            b.omit([k for k, _, _ in extra], "more matches", inline=False)
     if binaries:
         b.represent([i for i, _ in binaries], "binary matches: " + ", ".join(
             os.path.relpath(p, prefix) if prefix and p.startswith(prefix) else p for _, p in binaries

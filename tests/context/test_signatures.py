@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from leanctx.context.langs import detect_language
 from leanctx.context.modes import read
+from leanctx.context.modes.compact import compact_symbols
 from leanctx.context.symbols import extract_imports, extract_symbols, uses_tree_sitter
 
 SNIPPETS = Path(__file__).parent / "snippets"
@@ -84,8 +86,8 @@ def test_declarations(name: str) -> None:
     rendered = read(name, text, "signatures")
     assert body not in rendered.text
     for line, _, nm, depth in expected:
-        assert any(r.startswith(f"{line}: {'  ' * depth}") and nm.split(".")[-1].split(":")[-1] in r
-                   for r in rendered.text.splitlines()), (line, nm)
+        assert any(r.startswith(f"{line} {'  ' * depth}") and r[len(f"{line} {'  ' * depth}")] != " "
+                   and nm.split(".")[-1].split(":")[-1] in r for r in rendered.text.splitlines()), (line, nm)
 
 
 def test_all_twenty_languages_are_covered() -> None:
@@ -111,7 +113,7 @@ def test_regex_fallback_for_other_languages() -> None:
     nim = "proc add(a, b: int): int =\n  a + b\n\ntype\n  Point = object\n"
     assert [(s.line, s.name) for s in extract_symbols("m.nim", nim)][0] == (1, "add")
     r = read("m.nim", nim, "signatures")
-    assert "pattern match" in r.text and "1: proc add(a, b: int): int" in r.text
+    assert "pattern match" in r.text and "1 proc add(a, b: int): int" in r.text.splitlines()
 
 
 def test_imports() -> None:
@@ -133,3 +135,255 @@ def test_detect_language(path: str, lang: str) -> None:
 def test_shebang_detection() -> None:
     assert detect_language("tool", "#!/usr/bin/env python3\nprint(1)\n") == "python"
     assert detect_language("run", "#!/bin/bash\necho\n") == "bash"
+
+
+# The whole ``signatures`` output of every snippet (footer aside): one line per declaration,
+# ``line indentation signature``. A lost declaration, parameter or return type changes a row.
+ROWS: dict[str, list[str]] = {
+    "Sample.cs": [
+        "3 namespace Shop",
+        "5   public interface IPriced",
+        "7     decimal Price()",
+        "10   public class Item : IPriced",
+        "12     public string Name",
+        "14     public decimal Price()",
+        "20   public enum Kind",
+    ],
+    "Sample.java": [
+        "5 public class Cart",
+        "8   public Cart(List<String> items)",
+        "12   public int size()",
+        "17 interface Priced",
+        "18   double price()",
+        "21 enum Size",
+    ],
+    "sample.c": [
+        "3 struct point",
+        "8 typedef struct point point_t",
+        "10 static int add(int a, int b)",
+        "14 int main(void)",
+    ],
+    "sample.cpp": [
+        "3 namespace shop",
+        "5   class Item",
+        "7     Item(std::string name)",
+        "8     int price() const",
+        "13   struct Pair",
+        "17   int total(int a, int b)",
+    ],
+    "sample.ex": [
+        "1 defmodule Shop.Cart",
+        "4   def new(items)",
+        "8   defp total(cart)",
+    ],
+    "sample.go": [
+        "5 type Point struct",
+        "9 type Shape interface",
+        "10   Area() float64",
+        "13 func (p Point) Dist(q Point) float64",
+        "17 NewPoint(x, y float64) Point",
+    ],
+    "sample.hs": [
+        "5 data Item",
+        "7 class Priced a",
+        "8   price' :: a -> Double",
+        "10 total :: [Item] -> Double",
+        "13 helper :: Int -> Int",
+    ],
+    "sample.js": [
+        "3 export class Store",
+        "4   constructor(items)",
+        "8   get(key)",
+        "13 export total(prices)",
+        "17 const double = (x)",
+    ],
+    "sample.kt": [
+        "5 data class Item(val name: String, val price: Double)",
+        "7 interface Priced",
+        "8   price(): Double",
+        "11 class Cart(private val items: List<Item>) : Priced",
+        "12   override price(): Double",
+        "17 helper(x: Int): Int",
+    ],
+    "sample.lua": [
+        "5 Cart.new(items)",
+        "9 Cart:total()",
+        "14 local helper(x)",
+    ],
+    "sample.php": [
+        "2 namespace Shop",
+        "6 interface Priced",
+        "7   public price(): float",
+        "10 class Cart implements Priced",
+        "11   public __construct(private array $items)",
+        "13   public price(): float",
+        "18 helper(int $x): int",
+    ],
+    "sample.py": [
+        "5 class Shape",
+        "8   __init__(name: str)",
+        "11   @property area()->float",
+        "16 distance(a: tuple[float, float], b: tuple[float, float])->float",
+        "21 async fetch(url: str)->bytes",
+    ],
+    "sample.rb": [
+        "3 module Shop",
+        "4   class Cart",
+        "5     initialize(items)",
+        "9     def total",
+        "15 helper(x)",
+    ],
+    "sample.rs": [
+        "3 pub struct Cache",
+        "7 pub enum Event",
+        "12 pub trait Store",
+        "13   get(&self, key: &str)->Option<&String>",
+        "16 impl Cache",
+        "17   pub new()->Self",
+        "21   pub insert(&mut self, k: String, v: String)",
+        "26 pub hash(s: &str)->u64",
+        "30 type Map = HashMap<String, u32>",
+    ],
+    "sample.scala": [
+        "5 trait Priced",
+        "6   def price: Double",
+        "9 case class Item(name: String, price: Double)",
+        "11 class Cart(items: List[Item]) extends Priced",
+        "12   def price: Double",
+        "14   add(item: Item): Cart",
+        "17 object Cart",
+        "18   def empty: Cart",
+    ],
+    "sample.sh": [
+        "4 log()",
+        "8 function build",
+    ],
+    "sample.swift": [
+        "3 protocol Priced",
+        "4   price()->Double",
+        "7 struct Item",
+        "11 class Cart: Priced",
+        "14   price()->Double",
+        "19 helper(x: Int)->Int",
+    ],
+    "sample.ts": [
+        "3 export interface Repo<T>",
+        "4   find(id: number): T | undefined",
+        "5   save(item: T): void",
+        "8 export type Id = number | string",
+        "10 export enum Color",
+        "15 export class MemoryRepo implements Repo<User>",
+        "18   find(id: number): User | undefined",
+        "22   save(item: User): void",
+        "27 export makeRepo(): MemoryRepo",
+        "31 export const sum = (a: number, b: number): number",
+    ],
+    "sample.tsx": [
+        "3 interface Props",
+        "7 export Header({ title }: Props)",
+        "11 export class Panel extends React.Component<Props>",
+        "12   render()",
+    ],
+    "sample.zig": [
+        "3 const Point = struct",
+        "7   pub fn add(self: Point, other: Point) Point",
+        "12 pub fn main() void",
+        "16 fn helper(x: i32) i32",
+    ],
+}
+
+
+@pytest.mark.parametrize("name", sorted(ROWS))
+def test_signatures_rows(name: str) -> None:
+    text = (SNIPPETS / name).read_text()
+    r = read(name, text, "signatures")
+    assert r.text.splitlines()[:-1] == ROWS[name]
+    assert r.text.splitlines()[-1] == f"[signatures · {r.line_count} lines · {r.omitted_lines} lines not shown]"
+    assert r.shown_lines == len(ROWS[name])
+
+
+def test_rows_cover_every_snippet() -> None:
+    assert sorted(ROWS) == sorted(p.name for p in SNIPPETS.iterdir()) == sorted(EXPECTED)
+
+
+_WORD = re.compile(r"[A-Za-z_$][\w$']*|\d+")
+# words the compact rendering may leave out of a declaration's source text: the function keyword
+# before ``name(``, Python's receiver, and ``None`` of ``__init__ -> None``
+_DROPPABLE = {"def", "fn", "func", "fun", "function", "self", "cls", "None"}
+
+
+def _lost_words(source_sig: str, compact_sig: str) -> tuple[list[str], list[str]]:
+    """Words of the declaration's source text missing from its compact form (in order), and
+    words of the compact form that are not in the source text."""
+    want, got = _WORD.findall(source_sig), _WORD.findall(compact_sig)
+    missing: list[str] = []
+    j = 0
+    for w in want:
+        if j < len(got) and got[j] == w:
+            j += 1
+        else:
+            missing.append(w)
+    return missing, got[j:]
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_no_parameter_or_return_type_is_lost(name: str) -> None:
+    """Every word of every declaration's source text (names, parameters, types, return types)
+    is in its ``signatures`` row, in order, apart from the syntax the format drops."""
+    text = (SNIPPETS / name).read_text()
+    lang = detect_language(name, text)
+    full = extract_symbols(name, text, lang)
+    compact = compact_symbols(name, text, lang)
+    assert [(s.line, s.name) for s in compact] == [(s.line, s.name) for s in full]
+    for f, c in zip(full, compact, strict=True):
+        missing, extra = _lost_words(f.signature, c.signature)
+        assert not extra, (f.signature, c.signature)
+        assert set(missing) <= _DROPPABLE and len(missing) <= 3, (f.signature, c.signature, missing)
+        if "None" in missing:
+            assert lang == "python" and c.name == "__init__", c
+
+
+def test_lost_words_detects_losses() -> None:
+    """The check above can fail: a dropped parameter, type or return type is reported."""
+    sig = "def fetch(url: str, timeout: float) -> bytes"
+    assert _lost_words(sig, "fetch(url: str, timeout: float)->bytes") == (["def"], [])
+    assert _lost_words(sig, "fetch(url: str)->bytes")[0] == ["def", "timeout", "float"]
+    assert _lost_words(sig, "fetch(url: str, timeout: float)")[0] == ["def", "bytes"]
+    assert _lost_words(sig, "fetch(url, timeout: float)->bytes")[0] == ["def", "str"]
+
+
+# One declaration per language with a multi-line parameter list, a comment and a default, and
+# the row it must become: every parameter, type and return type stays.
+MULTILINE: list[tuple[str, str, str]] = [
+    ("a.py", "def f(\n    a: int,  # first\n    b: list[str] = [],\n) -> dict[str, int]:\n    return {}\n",
+     "1 f(a: int, b: list[str]=[])->dict[str, int]"),
+    ("a.ts", "export function f(\n  a: number, // first\n  b: string[] = [],\n): Map<string, number> {\n  return m\n}\n",
+     "1 export f(a: number, b: string[]=[]): Map<string, number>"),
+    ("a.js", "function f(\n  a, // first\n  b = [],\n) {\n  return a\n}\n", "1 f(a, b=[])"),
+    ("a.rs", "pub fn f(\n    a: i32, // first\n    b: Vec<String>,\n) -> HashMap<String, i32> {\n    m\n}\n",
+     "1 pub f(a: i32, b: Vec<String>)->HashMap<String, i32>"),
+    ("a.go", "package x\n\nfunc F(\n\ta int, // first\n\tb []string,\n) (map[string]int, error) {\n\treturn nil, nil\n}\n",
+     "3 F(a int, b []string) (map[string]int, error)"),
+    ("A.java", "class A {\n  public Map<String, Integer> f(\n      int a, // first\n      List<String> b) {\n    return m;\n  }\n}\n",
+     "2   public Map<String, Integer> f(int a, List<String> b)"),
+    ("a.c", "static int f(\n    int a, /* first */\n    const char *b) {\n  return a;\n}\n",
+     "1 static int f(int a, const char *b)"),
+    ("a.cpp", "std::map<std::string, int> f(\n    int a, // first\n    std::vector<std::string> b = {}) {\n  return m;\n}\n",
+     "1 std::map<std::string, int> f(int a, std::vector<std::string> b={})"),
+    ("A.cs", "class A {\n  public Dictionary<string, int> F(\n      int a, // first\n      string b = \"x\") {\n    return m;\n  }\n}\n",
+     "2   public Dictionary<string, int> F(int a, string b=\"x\")"),
+    ("a.kt", "fun f(\n    a: Int, // first\n    b: List<String> = listOf(),\n): Map<String, Int> {\n    return m\n}\n",
+     "1 f(a: Int, b: List<String>=listOf()): Map<String, Int>"),
+    ("a.swift", "func f(\n    a: Int, // first\n    b: [String] = []\n) -> [String: Int] {\n    return m\n}\n",
+     "1 f(a: Int, b: [String]=[])->[String: Int]"),
+    ("a.php", "<?php\nfunction f(\n    int $a, // first\n    array $b = []\n): array {\n    return $b;\n}\n",
+     "2 f(int $a, array $b=[]): array"),
+    ("a.scala", "object A {\n  def f(\n      a: Int, // first\n      b: List[String] = Nil\n  ): Map[String, Int] = m\n}\n",
+     "2   f(a: Int, b: List[String]=Nil): Map[String, Int]"),
+    ("a.rb", "def f(\n  a, # first\n  b = []\n)\n  a\nend\n", "1 f(a, b=[])"),
+]
+
+
+@pytest.mark.parametrize(("path", "src", "row"), MULTILINE, ids=[m[0] for m in MULTILINE])
+def test_multiline_parameters_keep_every_parameter_and_the_return_type(path: str, src: str, row: str) -> None:
+    assert row in read(path, src, "signatures").text.splitlines()

@@ -41,12 +41,12 @@ def _header(text: str) -> re.Match[str]:
     [
         ("full", {}, "full", "def compile_path("),
         ("map", {}, "map", "586 class Router"),
-        ("signatures", {}, "signatures", "586: class Router"),
+        ("signatures", {}, "signatures", "586 class Router"),
         ("lines:2-4,10-11", {}, "lines:2-4,10-11", "3\timport contextlib"),
         ("aggressive", {}, "aggressive", "class Router:"),
         ("entropy", {}, "entropy", "class Router:"),
         ("task", {"task": "compile the path convertors"}, "task", "def compile_path("),
-        ("auto", {}, "signatures", "586: class Router"),
+        ("auto", {}, "signatures", "586 class Router"),
         ("auto", {"intent": "give me an overview"}, "map", "586 class Router"),
         ("diff", {}, "full", "def compile_path("),  # nothing received before: full, and it says so
     ],
@@ -203,7 +203,7 @@ def test_cli_end_to_end(tmp_path: Path, project: Path) -> None:
     p = _run(project, db, "read", "src/app.py", "README.md", "--mode", "signatures")
     assert p.returncode == 0, p.stderr
     assert p.stdout.startswith("src/app.py [signatures · 29 lines · ") and "\n\nREADME.md [signatures" in p.stdout
-    assert "10:   def __init__(root: str) -> None" in p.stdout
+    assert "10   __init__(root: str)" in p.stdout
     # no session: each process is a conversation of its own, never a stub
     assert "unchanged" not in _run(project, db, "read", "src/app.py", "--mode", "signatures").stdout
     s1 = _run(project, db, "read", "src/app.py", "--mode", "signatures", "--session", "conv")

@@ -1,25 +1,36 @@
 """Compact declarations for the ``signatures`` mode.
 
 The same tree-sitter walk as ``leanctx.context.symbols`` (same names, kinds, line numbers,
-depths and export flags), with each signature rendered compactly from the syntax tree:
+depths and export flags), with each signature rendered compactly from the syntax tree. Every
+parameter, its type and the return type stay; what goes is syntax the reader does not need:
 
 - comments inside a signature are dropped (``# pragma: no cover``, notes between parameters);
-- a default value longer than ``MAX_DEFAULT`` characters becomes ``…`` (``= …``): the
+- the function keyword is dropped where the name and its parameter list follow it
+  (``def f(x)`` → ``f(x)``, ``pub fn new()`` → ``pub new()``, ``function total(p)`` →
+  ``total(p)``): the parentheses already say it is a function. ``class``, ``struct``, ...
+  stay, and so does ``func`` before a Go receiver or ``def`` without parentheses;
+- no spaces around a default's ``=`` or a return arrow (``x: int=0``, ``)->str``);
+- a default value longer than ``MAX_DEFAULT`` characters becomes ``…`` (``=…``): the
   parameter, its type and the fact that it has a default stay;
 - a string literal longer than ``MAX_STRING`` characters becomes ``"…"`` (deprecation
-  messages in decorators, help texts);
+  messages in decorators, help texts), except in a type annotation: Python forward
+  references lose their quotes (``-> "Style"`` → ``-> Style``) and ``Literal[...]`` values
+  stay verbatim;
 - decorator / annotation / attribute arguments longer than ``MAX_DECORATOR`` characters become
   ``(…)`` (``@deprecated(…)``): the decorator's name stays;
 - ``Annotated[T, metadata...]`` keeps ``T`` and elides the metadata (``Annotated[T, …]``);
 - the receiver ``self`` / ``cls`` of a Python method is left out (the method is shown under
-  its class, and ``@classmethod`` / ``@staticmethod`` stay);
+  its class, and ``@classmethod`` / ``@staticmethod`` stay), and so is ``-> None`` on
+  ``__init__`` (it can return nothing else);
 - past ``MAX_DECORATORS`` stacked decorators, the first ones and a count are shown
-  (``@click.command(…) @click.argument(…) (+13 decorators) def main(…)``);
-- whitespace is collapsed and a signature is capped at ``MAX_SIG`` characters at a word
-  boundary (``…`` marks the cut), always after the declaration's name.
+  (``@click.command(…) @click.option(…) (+13 decorators) main(…)``);
+- a Python constant is ``NAME[: T] = value`` with a value longer than ``MAX_STRING``
+  characters elided; a type alias keeps its value, which is the type;
+- whitespace is collapsed. Only a signature longer than ``MAX_SIG`` characters (generated
+  code; no real one comes near it) is cut, after its name, with ``…``.
 
 Nothing here changes which declarations are found: only how each one is written. Every elision
-is marked with ``…``.
+of source text is marked with ``…``.
 """
 
 from __future__ import annotations
@@ -36,36 +47,48 @@ __all__ = ["MAX_DECORATOR", "MAX_DECORATORS", "MAX_DEFAULT", "MAX_SIG", "MAX_STR
 MAX_DEFAULT = 12
 MAX_STRING = 24
 MAX_DECORATOR = 24
-MAX_SIG = 240
+MAX_SIG = 4000
 MAX_DECORATORS = 3  # more decorators than this: the first ones and a count
 
 _DECORATOR_TYPES = frozenset({"decorator", "annotation", "marker_annotation", "attribute_list", "attribute_item"})
 _DEFAULT_HOLDERS = frozenset({"assignment_pattern", "equals_value_clause", "optional_parameter_declaration"})
+_FN_KEYWORDS = frozenset({"def", "fn", "func", "fun", "function"})
+_NAMES = frozenset(_ts._NAME_TYPES) | {"dot_index_expression", "method_index_expression"}
 _RECEIVERS = frozenset({b"self", b"cls"})
+_FORWARD_REF = re.compile(rb"[A-Za-z_][\w.]*(?:\[[\w.,\[\] |]*\])?(?: \| [A-Za-z_][\w.]*(?:\[[\w.,\[\] |]*\])?)*")
+_INTERESTING_IN_TYPE = re.compile(rb"[\"'#]|Annotated")  # strings, comments, metadata to elide
 _WS = re.compile(r"\s+")
 _OPEN = re.compile(r"([(\[]) ")
 _CLOSE = re.compile(r",? ([)\]])")
 
 
+_STRING_TYPES: dict[str, bool] = {}
+
+
 def _is_string(t: str) -> bool:
-    return t.endswith(("string", "string_literal")) or t == "encapsed_string"
+    got = _STRING_TYPES.get(t)
+    if got is None:
+        got = _STRING_TYPES[t] = t.endswith(("string", "string_literal")) or t == "encapsed_string"
+    return got
 
 
 class _CompactWalker(_ts._Walker):  # reuse the walk, render compactly
     """The symbols walker with a compact ``_signature``."""
 
     def _signature(self, node: Any, start: int, body: Any | None) -> str:
-        src = self.src
+        if self.lang == "python" and node.type in {"assignment", "type_alias_statement"}:
+            return self._binding(node)
         has_body = body is not None and body.start_byte > start
         end = body.start_byte if body is not None and has_body else node.end_byte
         root = node
         while root.start_byte > start and root.parent is not None:
             root = root.parent  # decorators live beside the definition, in its wrapper
         edits: list[tuple[int, int, bytes]] = []
-        self._scan(root, start, end, body, edits)
-        if self.lang == "python" and self._in_class and node.type == "function_definition":
-            self._drop_receiver(node, edits)
-        edits.sort()
+        self._scan(root, start, end, body, edits, False, False)
+        self._syntax(node, end, edits)
+        if self.lang == "python" and node.type == "function_definition":
+            self._python_method(node, edits)
+        edits.sort(key=lambda e: (e[0], -e[1]))  # of two edits at one place, the wider wins
         split = max(start, min(node.start_byte, end))  # wrapper prefix (decorators, export) | declaration
         prefix = self._prefix(root, start, split, edits)
         raw = self._apply(edits, split, end)
@@ -79,16 +102,34 @@ class _CompactWalker(_ts._Walker):  # reuse the walk, render compactly
             sig = "type " + sig
             if body is not None:
                 sig += " " + body.type.split("_")[0]
-        limit = max(MAX_SIG - len(prefix), MAX_SIG // 2)
-        if len(sig) > limit:  # cut the parameters, never the name
+        if len(sig) > MAX_SIG:  # generated code only: cut the parameters, never the name
             name = self._name(node)
             at = sig.find(name) if name else -1
             keep = at + len(name) if at >= 0 else 0
-            cut = sig.rfind(" ", keep, limit)
+            cut = sig.rfind(" ", keep, MAX_SIG)
             if cut <= keep:
-                cut = max(limit, keep)
+                cut = max(MAX_SIG, keep)
             sig = sig[:cut].rstrip(" ,") + " …"
         return f"{prefix} {sig}" if prefix else sig
+
+    def _binding(self, node: Any) -> str:
+        """A Python constant or type alias: ``NAME: T = value``. A type alias keeps its value (the
+        type); a constant's value longer than ``MAX_STRING`` characters becomes ``…``."""
+        edits: list[tuple[int, int, bytes]] = []
+        is_alias = node.type == "type_alias_statement" or self._binding_kind(node) == "type"
+        for c in node.named_children:
+            if c.type == "comment":
+                edits.append((c.start_byte, c.end_byte, b" "))
+            elif c.type != "call" and (c != node.child_by_field_name("right") or is_alias):  # types
+                self._scan(c, node.start_byte, node.end_byte, None, edits, True, False)
+        right = node.child_by_field_name("right")
+        if right is not None and not is_alias:
+            value = _WS.sub(" ", self.text(right.start_byte, right.end_byte)).strip()
+            if len(value) > MAX_STRING or "\n" in self.text(right.start_byte, right.end_byte).strip():
+                edits.append((right.start_byte, right.end_byte, "…".encode()))
+        edits.sort(key=lambda e: (e[0], -e[1]))
+        sig = _WS.sub(" ", self._apply(edits, node.start_byte, node.end_byte)).strip()
+        return _CLOSE.sub(r"\1", _OPEN.sub(r"\1", sig))
 
     def _apply(self, edits: list[tuple[int, int, bytes]], a: int, b: int) -> str:
         """The source between ``a`` and ``b`` with the edits that fall inside it applied."""
@@ -120,17 +161,45 @@ class _CompactWalker(_ts._Walker):  # reuse the walk, render compactly
         return _CLOSE.sub(r"\1", _OPEN.sub(r"\1", _WS.sub(" ", text).strip()))
 
     # ------------------------------------------------------------------ edits
-    def _scan(self, n: Any, start: int, end: int, body: Any | None, edits: list[tuple[int, int, bytes]]) -> None:
+    def _syntax(self, node: Any, end: int, edits: list[tuple[int, int, bytes]]) -> None:
+        """The function keyword before ``name(``, and the spaces around a return arrow."""
+        for c in node.children:
+            if c.start_byte >= end:
+                break
+            if c.is_named:
+                continue
+            if c.type in _FN_KEYWORDS:
+                name = c.next_sibling
+                after = name.next_sibling if name is not None else None
+                if (name is not None and name.is_named and name.type in _NAMES and after is not None
+                        and self.src[after.start_byte : after.start_byte + 1] in (b"(", b"<", b"[")):
+                    edits.append((c.start_byte, name.start_byte, b""))
+            elif c.type == "->" and c.prev_sibling is not None and c.next_sibling is not None:
+                edits.append((c.prev_sibling.end_byte, c.next_sibling.start_byte, b"->"))
+            elif c.type == "=" and c.prev_sibling is not None and "parameter" in c.prev_sibling.type:
+                self._default_value(c, edits)  # Swift: a default beside its parameter
+
+    def _scan(self, n: Any, start: int, end: int, body: Any | None, edits: list[tuple[int, int, bytes]],
+              in_type: bool, literal: bool) -> None:
         if n.end_byte <= start or n.start_byte >= end:
             return
         if body is not None and n.start_byte == body.start_byte and n.end_byte == body.end_byte and n.type == body.type:
             return
         t = n.type
-        size = n.end_byte - n.start_byte
-        if size <= MAX_DEFAULT and n.child_count < 3:  # too small to hold anything worth eliding
-            return
         if "comment" in t:
             edits.append((n.start_byte, n.end_byte, b" "))
+            return
+        if in_type:  # a type: never elided; a forward reference loses its quotes
+            if _is_string(t):
+                if not literal:
+                    self._unquote(n, edits)
+                return
+            if not _INTERESTING_IN_TYPE.search(self.src, n.start_byte, n.end_byte):
+                return
+        elif self.lang == "python" and t == "type":
+            in_type = True
+        size = n.end_byte - n.start_byte
+        if size <= MAX_DEFAULT and n.child_count < 3 and not in_type:  # too small to hold anything to elide
             return
         if _is_string(t):
             if size > MAX_STRING:
@@ -148,9 +217,20 @@ class _CompactWalker(_ts._Walker):  # reuse the walk, render compactly
             skip = self._default(n, edits)
         if t in ("generic_type", "subscript"):
             self._annotated(n, edits)
+            if in_type and n.named_children:
+                head = n.named_children[0]
+                literal = literal or self.src[head.start_byte : head.end_byte].endswith(b"Literal")
         for c in n.named_children:
             if skip is None or c.start_byte != skip.start_byte or c.end_byte != skip.end_byte:
-                self._scan(c, start, end, body, edits)
+                self._scan(c, start, end, body, edits, in_type, literal)
+
+    def _unquote(self, n: Any, edits: list[tuple[int, int, bytes]]) -> None:
+        raw = self.src[n.start_byte : n.end_byte]
+        if len(raw) < 3 or raw[:1] not in (b'"', b"'") or raw[-1:] != raw[:1] or raw[:3] in (b'"""', b"'''"):
+            return
+        inner = raw[1:-1]
+        if _FORWARD_REF.fullmatch(inner):
+            edits.append((n.start_byte, n.end_byte, inner))
 
     def _args_of(self, n: Any, depth: int) -> Any | None:
         for c in n.named_children:
@@ -163,18 +243,37 @@ class _CompactWalker(_ts._Walker):  # reuse the walk, render compactly
         return None
 
     def _default(self, n: Any, edits: list[tuple[int, int, bytes]]) -> Any | None:
-        """Elide a long default value; returns the elided node (not to be scanned further)."""
-        seen_eq = False
+        """``=`` without spaces, and a long default value elided; returns the elided node (not
+        to be scanned further)."""
+        eq = None
         for c in n.children:
             if not c.is_named:
-                seen_eq = seen_eq or c.type == "="
+                if c.type == "=":
+                    eq = c
                 continue
-            if seen_eq:
-                if c.end_byte - c.start_byte > MAX_DEFAULT and "comment" not in c.type:
-                    edits.append((c.start_byte, c.end_byte, "…".encode()))
+            if eq is not None:
+                if "comment" in c.type:
+                    return None
+                if self._default_value(eq, edits):
                     return c
-                return None
+                eq = None  # Kotlin: one parameter list holds every parameter's default
         return None
+
+    def _default_value(self, eq: Any, edits: list[tuple[int, int, bytes]]) -> bool:
+        """``=`` without the spaces around it, and the value after it elided when longer than
+        ``MAX_DEFAULT`` characters (True then)."""
+        value = eq.next_named_sibling
+        if value is None or "comment" in value.type:
+            return False
+        at = value.start_byte
+        while self.src[at : at + 1].isspace():  # C++ initializer lists start with the space
+            at += 1
+        if eq.prev_sibling is not None:
+            edits.append((eq.prev_sibling.end_byte, at, b"="))
+        if value.end_byte - at > MAX_DEFAULT:
+            edits.append((at, value.end_byte, "…".encode()))
+            return True
+        return False
 
     def _annotated(self, n: Any, edits: list[tuple[int, int, bytes]]) -> None:
         kids = n.named_children
@@ -192,15 +291,26 @@ class _CompactWalker(_ts._Walker):  # reuse the walk, render compactly
         if close >= 0:  # the metadata goes; the kept type is still scanned
             edits.append((args[0].end_byte, close, ", …".encode()))
 
-    def _drop_receiver(self, node: Any, edits: list[tuple[int, int, bytes]]) -> None:
-        params = node.child_by_field_name("parameters")
-        if params is None or not params.named_children:
+    def _python_method(self, node: Any, edits: list[tuple[int, int, bytes]]) -> None:
+        """Inside a class: no ``self`` / ``cls`` receiver, and no ``-> None`` on ``__init__``."""
+        if not self._in_class:
             return
-        first = params.named_children[0]
+        params = node.child_by_field_name("parameters")
+        if params is None:
+            return
+        ret = node.child_by_field_name("return_type")
+        name = node.child_by_field_name("name")
+        if (ret is not None and name is not None and self.src[name.start_byte : name.end_byte] == b"__init__"
+                and self.src[ret.start_byte : ret.end_byte] == b"None"):
+            edits.append((params.end_byte, ret.end_byte, b""))
+        named = [c for c in params.named_children if c.type != "comment"]
+        if not named:
+            return
+        first = named[0]
         if first.type != "identifier" or self.src[first.start_byte : first.end_byte] not in _RECEIVERS:
             return
-        nxt = first.next_named_sibling
-        edits.append((first.start_byte, nxt.start_byte if nxt is not None else first.end_byte, b""))
+        end = named[1].start_byte if len(named) > 1 else first.end_byte
+        edits.append((first.start_byte, end, b""))
 
 
 def compact_symbols(path: str, text: str, language: str) -> list[Symbol]:

@@ -9,7 +9,7 @@ from leanctx.context.symbols import Symbol, extract_imports, extract_symbols, us
 __all__ = ["render_map", "render_signatures"]
 
 _KIND_SHORT = {"function": "fn", "method": "fn", "constructor": "new", "interface": "iface",
-               "namespace": "ns", "property": "prop"}
+               "namespace": "ns", "property": "prop", "constant": "const"}
 _MAX_MEMBERS = 40
 
 
@@ -30,7 +30,7 @@ def render_map(path: str, text: str, language: str) -> Rendered:
     shown = len(imports)
     for s in top:
         shown += 1
-        if not s.exported and s.kind in {"function", "method", "type"}:
+        if not s.exported and s.kind in {"function", "method", "type", "constant"}:
             private.append(f"{s.name}:{s.line}")
             continue
         members = _members(symbols, s)
@@ -55,17 +55,17 @@ def render_map(path: str, text: str, language: str) -> Rendered:
 
 
 def render_signatures(path: str, text: str, language: str) -> Rendered:
-    """One line per declaration (``line: indent signature``), members indented under their
-    class; compact signatures (see ``compact``); no bodies."""
+    """One line per declaration: its line number, one indentation step per nesting level
+    (members under their class), and its compact signature (see ``compact``); no bodies."""
     n = len(source_lines(text))
     symbols = compact_symbols(path, text, language)
-    out = [f"{s.line}: {'  ' * s.depth}{s.signature}" for s in symbols]
+    out = [f"{s.line} {'  ' * s.depth}{s.signature}" for s in symbols]
     if not out:
         out.append("(no declarations found)")
     shown = len({s.line for s in symbols})
     omitted = n - shown
-    how = "" if uses_tree_sitter(language) else " (pattern match)"
-    note = f"{len(symbols)} declarations{how} · {omitted} lines not shown"
+    how = "" if uses_tree_sitter(language) else "pattern match · "
+    note = f"{how}{omitted} lines not shown"
     out.append(footer("signatures", n, note))
     return Rendered(mode="signatures", path=path, language=language, text="\n".join(out), line_count=n,
                     shown_lines=shown, omitted_lines=omitted, omitted=note)

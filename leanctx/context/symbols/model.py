@@ -11,7 +11,7 @@ class Symbol(msgspec.Struct, frozen=True):
     """A declaration: ``line``/``end_line`` are 1-based and inclusive; ``depth`` 0 is top level."""
 
     name: str
-    kind: str  # function, method, class, struct, interface, trait, enum, type, impl, module, ...
+    kind: str  # function, method, class, struct, interface, trait, enum, type, constant, impl, module, ...
     line: int
     end_line: int
     depth: int

@@ -53,9 +53,15 @@ _JS = LangSpec(
 
 SPECS: Final[dict[str, LangSpec]] = {
     "python": LangSpec(
-        defs={"class_definition": "class", "function_definition": "function"},
+        # assignments count only as constants (UPPER_CASE, Final) and type aliases: see treesitter
+        defs={"class_definition": "class", "function_definition": "function", "assignment": "constant",
+              "type_alias_statement": "type"},
         containers=frozenset({"class_definition"}),
         wrappers=frozenset({"decorated_definition"}),
+        # declarations under ``if``/``try`` (platform and version branches, optional imports)
+        # are declarations; ``if __name__ == "__main__":`` is skipped (treesitter)
+        scopes=frozenset({"if_statement", "elif_clause", "else_clause", "try_statement", "except_clause",
+                          "finally_clause", "block"}),
         bodies=frozenset({"block"}),
     ),
     "javascript": _JS,

@@ -17,7 +17,7 @@ _WS = re.compile(r"\s+")
 _TRAILERS = re.compile(r"(?:\s*(?:\{|:|=>|=|\bdo|\bwhere|;|,))+\s*$")
 _OPEN = re.compile(r"([(\[]) ")
 _CLOSE = re.compile(r",? \)")
-_MAX_SIG = 240
+_MAX_SIG = 4000  # generated code only: no real declaration comes near it
 _ELIXIR_DEFS = {
     "defmodule": "module", "defprotocol": "protocol", "defimpl": "impl", "def": "function",
     "defp": "function", "defmacro": "macro", "defmacrop": "macro", "defguard": "function",
@@ -74,7 +74,8 @@ class _Walker:
                 self.walk(child, depth, parent, start, is_export)
                 continue
             if t in spec.scopes:
-                self.walk(child, depth, parent)
+                if not (t == "if_statement" and self.lang == "python" and _main_guard(self, child)):
+                    self.walk(child, depth, parent)
                 continue
             if t in spec.defs:
                 self.visit(child, depth, parent, wrapper_start, exported)
@@ -121,6 +122,8 @@ class _Walker:
         t = node.type
         kind = self.spec.defs[t]
         lang = self.lang
+        if lang == "python" and t == "assignment":
+            return self._binding_kind(node)
         if kind == "function" and depth > 0 and lang != "haskell" and self._in_class:
             kind = "method"
         if lang == "go" and t == "type_spec":
@@ -136,6 +139,46 @@ class _Walker:
         elif lang in {"c", "cpp"} and t == "declaration" and depth == 0 and lang == "c":
             kind = "function"
         return kind
+
+    def _binding_kind(self, node: Any) -> str | None:
+        """A Python assignment: ``type`` (a type alias), ``constant`` (UPPER_CASE or ``Final``),
+        or None (a variable: not a declaration shown here)."""
+        left = node.child_by_field_name("left")
+        if left is None or left.type != "identifier":
+            return None
+        name = self.text(left.start_byte, left.end_byte)
+        typ = node.child_by_field_name("type")
+        ann = self.text(typ.start_byte, typ.end_byte) if typ is not None else ""
+        right = node.child_by_field_name("right")
+        if _TYPE_ALIAS_ANN.search(ann):
+            return "type"
+        if right is not None and right.type == "call":
+            fn = right.child_by_field_name("function")
+            if fn is not None and self.text(fn.start_byte, fn.end_byte).rsplit(".", 1)[-1] in _TYPE_FACTORIES:
+                return "type"
+        alias_like = name.lstrip("_")[:1].isupper() and right is not None and not typ
+        if alias_like and right.type in {"subscript", "binary_operator"} and self._is_type_expr(right):
+            return "type"  # ``Headers = dict[str, str]``, ``Id = int | str``
+        if _CONSTANT.fullmatch(name) or _FINAL_ANN.match(ann):
+            return "constant"
+        if alias_like and right.type in {"identifier", "attribute"} and self._is_type_expr(right):
+            return "type"  # ``Alias = SomeClass``
+        return None
+
+    def _is_type_expr(self, n: Any) -> bool:
+        """``Union[...]``, ``dict[str, Any]``, ``A | B | None``: the value of a type alias."""
+        if n.type == "binary_operator":
+            op = n.child_by_field_name("operator")
+            sides = (n.child_by_field_name("left"), n.child_by_field_name("right"))
+            return op is not None and op.type == "|" and all(c is not None and self._is_type_expr(c) for c in sides)
+        if n.type == "subscript":
+            head = n.child_by_field_name("value")
+            last = self.text(head.start_byte, head.end_byte).rsplit(".", 1)[-1] if head is not None else ""
+            return last in _GENERIC_BUILTINS or (last[:1].isupper() and not last.isupper())
+        if n.type in {"identifier", "attribute"}:
+            last = self.text(n.start_byte, n.end_byte).rsplit(".", 1)[-1]
+            return last in _GENERIC_BUILTINS or last in _BUILTIN_TYPES or (last[:1].isupper() and not last.isupper())
+        return n.type in {"none", "string"}
 
     def _body(self, node: Any) -> Any | None:
         if node.type in {"lexical_declaration", "variable_declaration"}:
@@ -170,6 +213,11 @@ class _Walker:
         return sig
 
     def _name(self, node: Any) -> str:
+        if node.type in {"assignment", "type_alias_statement"} and self.lang == "python":
+            left = node.child_by_field_name("left")
+            if left is not None and left.type != "identifier":
+                left = _first(left, {"identifier"}) or _first(_first(left, {"generic_type"}) or left, {"identifier"})
+            return self.text(left.start_byte, left.end_byte) if left is not None else ""
         n = node.child_by_field_name("name")
         if n is None and self.lang in {"c", "cpp"}:
             n = _declarator_name(node)
@@ -254,6 +302,20 @@ class _Walker:
         for c in container.named_children:
             if c.type == "Decl":
                 self._zig(c, depth + 1, name)
+
+
+_CONSTANT = re.compile(r"_*[A-Z][A-Z0-9_]*")
+_FINAL_ANN = re.compile(r"(?:\w+\.)?Final\b")
+_TYPE_ALIAS_ANN = re.compile(r"\bTypeAlias\b")
+_TYPE_FACTORIES = frozenset({"TypeVar", "ParamSpec", "TypeVarTuple", "NewType", "NamedTuple", "TypedDict"})
+_GENERIC_BUILTINS = frozenset({"list", "dict", "set", "frozenset", "tuple", "type"})
+_BUILTIN_TYPES = frozenset({"int", "str", "bytes", "float", "bool", "complex", "object", "bytearray", "None"})
+
+
+def _main_guard(w: _Walker, node: Any) -> bool:
+    """``if __name__ == "__main__":``: demo code, not declarations of the module."""
+    cond = node.child_by_field_name("condition")
+    return cond is not None and "__name__" in w.text(cond.start_byte, cond.end_byte)
 
 
 def _line_of(src: bytes, offset: int) -> int:

@@ -20,8 +20,9 @@ escapes included.
 
 Verification never uses a key carried in the bundle (it carries none: only the signer's key id
 and fingerprint, inside the signed part). The signer must be in the trust store: a key this data
-dir holds for a *registered* agent id, or a key added with ``lean-ctx keys trust FILE``; the
-trusted key's id must be the claimed sender. Codes: ``HANDOFF_INVALID`` (not a bundle),
+dir holds for a *registered* agent id, a public key the log recorded when that agent registered
+(``agent.registered``: so an importer with another data dir but the same log trusts it too), or
+a key added with ``lean-ctx keys trust FILE``; the trusted key's id must be the claimed sender. Codes: ``HANDOFF_INVALID`` (not a bundle),
 ``HANDOFF_TAMPERED`` (bytes not canonical), ``HANDOFF_UNSIGNED``, ``KEY_UNTRUSTED``,
 ``SIGNATURE_INVALID``.
 """
@@ -29,7 +30,7 @@ trusted key's id must be the claimed sender. Codes: ``HANDOFF_INVALID`` (not a b
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -177,22 +178,36 @@ def parse(raw: bytes | str) -> dict[str, Any]:
 
 
 def trusted_signer(fingerprint: str, key_id: str, registered: Iterable[str], *,
-                   base: Path | None = None) -> keys.KeyInfo:
-    """The trust store's key with ``fingerprint``: a local key of a registered agent, or a key
-    added with ``keys trust``; its id must be ``key_id``. ``KEY_UNTRUSTED`` otherwise."""
+                   recorded: Mapping[str, Iterable[str]] | None = None, base: Path | None = None) -> keys.KeyInfo:
+    """The trust store's key with ``fingerprint``: a local key of a registered agent, a public key
+    (base64) ``recorded`` at a registered agent's registration (agent id → keys), or a key added
+    with ``keys trust``; its id must be ``key_id``. ``KEY_UNTRUSTED`` otherwise."""
     reg = set(registered)
     found = [k for k in keys.local_keys(base) if k.key_id in reg and k.fingerprint == fingerprint]
+    for agent_id, pubs in sorted((recorded or {}).items()):
+        if agent_id not in reg:
+            continue
+        for b in sorted(set(pubs)):
+            try:
+                raw = keys.unb64(b)
+            except InvalidInput:
+                continue
+            if len(raw) == 32 and keys.fingerprint(raw) == fingerprint:
+                found.append(keys.KeyInfo(agent_id, fingerprint, keys.b64(raw), False, True,
+                                          f"log: agent.registered of {agent_id}"))
     found += [k for k in keys.trusted_keys(base) if k.fingerprint == fingerprint]
     for k in found:
         if k.key_id == key_id:
             return k
     why = (f"it is trusted as {found[0].key_id!r}, not as the claimed signer {key_id!r}" if found
-           else "it is neither a registered agent's key of this data dir nor a key added with `lean-ctx keys trust FILE`")
+           else "it is neither the key of an agent registered in this log (recorded at its registration, or held "
+                "in this data dir) nor a key added with `lean-ctx keys trust FILE`")
     raise CommandError(keys.KEY_UNTRUSTED, f"the signer key {fingerprint} ({key_id}) is not trusted here: {why}",
                        fingerprint=fingerprint, key_id=key_id)
 
 
-def verify_obj(obj: dict[str, Any], registered: Iterable[str], *, base: Path | None = None) -> Verified:
+def verify_obj(obj: dict[str, Any], registered: Iterable[str], *,
+               recorded: Mapping[str, Iterable[str]] | None = None, base: Path | None = None) -> Verified:
     """Verify a parsed bundle object (see the module doc for the order of the checks)."""
     if obj.get("format") != FORMAT:
         raise InvalidInput(HANDOFF_INVALID, f"not a handoff bundle (format must be {FORMAT!r})")
@@ -214,7 +229,7 @@ def verify_obj(obj: dict[str, Any], registered: Iterable[str], *, base: Path | N
         raise CommandError(keys.SIGNATURE_INVALID, "the signature is not 64 bytes of lowercase hex")
     if body.sender.key_id != body.sender.agent_id:
         raise CommandError(keys.KEY_UNTRUSTED, "a handoff is signed with the sender agent's own key")
-    signer = trusted_signer(body.sender.fingerprint, body.sender.key_id, registered, base=base)
+    signer = trusted_signer(body.sender.fingerprint, body.sender.key_id, registered, recorded=recorded, base=base)
     data = signed_bytes(obj)
     keys.verify(keys.unb64(signer.public_key), data, sig)
     if signed_bytes(body) != data:  # defaults filled in by the Struct would not have been signed
@@ -222,5 +237,13 @@ def verify_obj(obj: dict[str, Any], registered: Iterable[str], *, base: Path | N
     return Verified(body, signer, digest_of(data))
 
 
-def verify(raw: bytes | str, registered: Iterable[str], *, base: Path | None = None) -> Verified:
-    return verify_obj(parse(raw), registered, base=base)
+def verify(raw: bytes | str, registered: Iterable[str], *,
+           recorded: Mapping[str, Iterable[str]] | None = None, base: Path | None = None) -> Verified:
+    return verify_obj(parse(raw), registered, recorded=recorded, base=base)
+
+
+def claimed_sender(obj: dict[str, Any]) -> str | None:
+    """The sender agent id a parsed bundle claims (unverified: to look up its recorded keys)."""
+    sender = obj.get("sender")
+    agent_id = sender.get("agent_id") if isinstance(sender, dict) else None
+    return agent_id if isinstance(agent_id, str) else None

@@ -7,14 +7,24 @@ Layout under the data dir (``leanctx.config.data_dir()``)::
       <key_id>.pub           ``ed25519 <base64 public key> <key_id>`` (one line, mode 0644)
       trusted/<fp>.pub       public keys added with ``lean-ctx keys trust FILE`` (same format)
 
-A key is created on first use (``load_signing_key(key_id)`` / ``public_key(key_id)``). The
-project key's id is ``project-<project slug>`` (``project_key_id()``); an agent's key id is its
-agent id. Trusted signers are the keys of ``trusted/`` plus every key this data dir holds a
-private key for (its own project and agent keys).
+An agent's key is created when the agent registers (``ensure_key``, called by the
+``agent.register`` command: see ``leanctx.commands.agents``), and any key on first use
+(``load_signing_key(key_id)`` / ``public_key(key_id)``): an actor that never registered gets
+one at its first signature. An existing key is never replaced. Creation is atomic across
+processes: the seed is written to a temporary file (0600) and hard-linked into place, so a
+``.key`` file is either absent or complete. The project key's id is ``project-<project slug>``
+(``project_key_id()``); an agent's key id is its agent id (so every valid agent id, ``:``
+included, is a valid key id).
+
+Trust: the keys of ``trusted/`` plus the keys this data dir holds a private key for
+(``local_keys``); which of the latter count as known signers of a handoff is decided by
+``leanctx.handoff_bundle`` (registered agents only), which also trusts the public keys the
+log recorded at agent registration (``agent.registered``).
 
 Signatures cover canonical bytes: msgspec JSON with sorted keys (``canonical``). Stable codes:
 ``KEY_NOT_FOUND``, ``KEY_UNTRUSTED``, ``SIGNATURE_INVALID``, ``KEY_INSECURE`` (a private key
-file readable by others), ``KEY_INVALID_ID``, ``KEY_INVALID_FILE``.
+file readable by others), ``KEY_INVALID_ID``, ``KEY_INVALID_FILE``, ``KEY_UNWRITABLE`` (the keys
+directory cannot be written).
 """
 
 from __future__ import annotations
@@ -41,7 +51,8 @@ SIGNATURE_INVALID = "SIGNATURE_INVALID"
 KEY_INSECURE = "KEY_INSECURE"
 KEY_INVALID_ID = "KEY_INVALID_ID"
 KEY_INVALID_FILE = "KEY_INVALID_FILE"
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+KEY_UNWRITABLE = "KEY_UNWRITABLE"
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$")
 
 
 class KeyInfo(msgspec.Struct, frozen=True):
@@ -101,7 +112,7 @@ def trusted_dir(base: Path | None = None) -> Path:
 
 def check_id(key_id: str) -> str:
     if not isinstance(key_id, str) or not _ID.match(key_id) or ".." in key_id:
-        raise InvalidInput(KEY_INVALID_ID, f"{key_id!r} is not a key id (letters, digits, '.', '_', '-')")
+        raise InvalidInput(KEY_INVALID_ID, f"{key_id!r} is not a key id (letters, digits, '.', '_', ':', '-')")
     return key_id
 
 
@@ -131,23 +142,50 @@ def _read_private(path: Path, key_id: str) -> SigningKey:
         raise InvalidInput(KEY_INVALID_FILE, f"{path} does not hold a 32-byte hex ed25519 seed") from exc
 
 
-def _write_private(path: Path, sk: SigningKey) -> bool:
-    """Create ``path`` (0600) exclusively; False when another process created it first."""
+def _seed_line(sk: SigningKey) -> bytes:
+    return bytes(sk).hex().encode("ascii") + b"\n"
+
+
+def _write_exclusive(path: Path, sk: SigningKey) -> bool:
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
         return False
     try:
         os.fchmod(fd, 0o600)
-        os.write(fd, bytes(sk).hex().encode("ascii") + b"\n")
+        os.write(fd, _seed_line(sk))
         os.fsync(fd)
     finally:
         os.close(fd)
     return True
 
 
+def _write_private(path: Path, sk: SigningKey) -> bool:
+    """Create ``path`` (0600) with the seed, atomically: written to a temporary file first, then
+    hard-linked into place, so no process reads a half-written key. False when another process
+    created ``path`` first (its key wins)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.fchmod(fd, 0o600)
+            os.write(fd, _seed_line(sk))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        except OSError:  # a file system without hard links: exclusive create instead
+            return _write_exclusive(path, sk)
+        return True
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def _write_pub(path: Path, pub: bytes, key_id: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     tmp.write_text(pub_line(pub, key_id))
     os.chmod(tmp, 0o644)
     os.replace(tmp, path)
@@ -157,8 +195,8 @@ def has_key(key_id: str, base: Path | None = None) -> bool:
     return (keys_dir(base) / f"{check_id(key_id)}.key").exists()
 
 
-def load_signing_key(key_id: str, *, create: bool = True, base: Path | None = None) -> SigningKey:
-    """The private key ``key_id``, created (0600) on first use unless ``create`` is False."""
+def _load_or_create(key_id: str, *, create: bool, base: Path | None) -> tuple[SigningKey, bool]:
+    """(the private key ``key_id``, whether this call created it)."""
     d = keys_dir(base)
     path = d / f"{check_id(key_id)}.key"
     if not path.exists():
@@ -168,12 +206,31 @@ def load_signing_key(key_id: str, *, create: bool = True, base: Path | None = No
         sk = SigningKey.generate()
         if _write_private(path, sk):
             _write_pub(d / f"{key_id}.pub", bytes(sk.verify_key), key_id)
-            return sk
+            return sk, True
     sk = _read_private(path, key_id)
     pub_path = d / f"{key_id}.pub"
     if not pub_path.exists():
         _write_pub(pub_path, bytes(sk.verify_key), key_id)
-    return sk
+    return sk, False
+
+
+def load_signing_key(key_id: str, *, create: bool = True, base: Path | None = None) -> SigningKey:
+    """The private key ``key_id``, created (0600) on first use unless ``create`` is False."""
+    return _load_or_create(key_id, create=create, base=base)[0]
+
+
+def ensure_key(key_id: str, *, base: Path | None = None) -> tuple[KeyInfo, bool]:
+    """The key ``key_id`` (its private half checked: mode and content), created if missing and
+    never replaced; and whether this call created it. Raises ``KEY_INSECURE`` /
+    ``KEY_INVALID_FILE`` for a bad existing file and ``KEY_UNWRITABLE`` when the keys directory
+    cannot be written."""
+    try:
+        sk, created = _load_or_create(key_id, create=True, base=base)
+    except OSError as exc:
+        raise CommandError(KEY_UNWRITABLE, f"cannot create or read the key {key_id!r} in {keys_dir(base)}: "
+                           f"{exc.strerror or exc}", key_id=key_id) from None
+    pub = bytes(sk.verify_key)
+    return KeyInfo(key_id, fingerprint(pub), b64(pub), True, True, str(keys_dir(base) / f"{key_id}.key")), created
 
 
 def public_key(key_id: str, *, create: bool = True, base: Path | None = None) -> bytes:

@@ -8,6 +8,24 @@ write transaction, so two processes observing at once record it once, and a late
 observation appends nothing. A timed-out agent's heartbeat is refused with ``AGENT_LEFT``; it
 registers again with the same id (``--id`` / ``$LEAN_CTX_AGENT_ID``) to rejoin. A stale
 agent whose timeout nobody has recorded yet may still heartbeat: the first writer wins.
+
+Keys: registering gives the agent its Ed25519 signing key, ``<data dir>/keys/<agent_id>.key``
+(0600) and ``.pub``, created when missing and never replaced (a rejoin keeps its key), and
+records its public key and fingerprint on ``agent.registered``; ``leanctx.handoff_bundle``
+trusts the keys of registered agents. The key is made here, in the ``register`` handler,
+because this is the one place every surface goes through: the CLI (``agent register``, also
+when the daemon runs it), ``POST /v1/agents/register``, the ``ctx_agent`` tool, the MCP
+session's own registration and ``lean-ctx call`` all dispatch ``RegisterAgent``. It is also the
+only place that knows the agent id (generated here when none is given) before the event is
+written, and the fingerprint must be on that event. A post-dispatch hook could not put it on
+the event (and runs after the commit), and an ops-level function would be skipped by the
+callers that dispatch the command directly. The cost is file I/O inside the write
+transaction, bounded and local: reading two small files, or on the first registration one
+key generation and two small writes (no process, no network). If the transaction then rolls
+back, the key stays behind unregistered: it is trusted by nobody until that id registers,
+and that registration adopts it. A key that cannot be made or read (``KEY_INSECURE``,
+``KEY_INVALID_FILE``, ``KEY_UNWRITABLE``) does not stop the registration — coordination does
+not depend on it — but nothing is recorded and the result says why (``key_warning``).
 """
 
 from __future__ import annotations
@@ -17,7 +35,8 @@ import secrets
 
 import msgspec
 
-from ..errors import CommandError, InvalidInput
+from .. import keys
+from ..errors import CommandError, InvalidInput, LeanCtxError
 from ..events import NO_STREAM
 from ..events.kinds.agent import (
     AgentDeregistered,
@@ -69,6 +88,9 @@ class AgentRegistration(msgspec.Struct, frozen=True):
     heartbeat_interval: float
     ttl_seconds: float
     rejoined: bool = False
+    key_fingerprint: str | None = None  # the agent's signing key (keys/<agent_id>.key in the data dir)
+    key_created: bool = False  # this registration created it
+    key_warning: str | None = None  # "CODE: sentence" when the key could not be made or read
 
 
 class RegisterAgent(Command, frozen=True):
@@ -165,14 +187,26 @@ def register(ctx: CommandContext, cmd: RegisterAgent) -> AgentRegistration:
         name = existing.name
     else:
         name = _new_name(ctx, project_root, agent_type, role)
+    key, created, warning = agent_key(agent_id)
     ctx.emit(
         stream_of(agent_id),
         AgentRegistered(agent_id=agent_id, name=name, agent_type=agent_type, role=role, project_root=project_root,
-                        pid=cmd.pid, host=cmd.host, session_id=cmd.session_id),
+                        pid=cmd.pid, host=cmd.host, session_id=cmd.session_id,
+                        public_key=key.public_key if key else None, fingerprint=key.fingerprint if key else None),
         expected_version=ctx.tx.stream_version(stream_of(agent_id)) if rejoined else NO_STREAM,
     )
     return AgentRegistration(agent_id, name, agent_type, role, project_root, HEARTBEAT_INTERVAL, HEARTBEAT_TTL,
-                             rejoined)
+                             rejoined, key.fingerprint if key else None, created, warning)
+
+
+def agent_key(agent_id: str) -> tuple[keys.KeyInfo | None, bool, str | None]:
+    """The agent's signing key in this process's data dir, created if missing (never replaced):
+    (key or None, created, warning "CODE: sentence" when it could not be made or read)."""
+    try:
+        key, created = keys.ensure_key(agent_id)
+    except LeanCtxError as exc:
+        return None, False, f"{exc.code}: {exc.message}"
+    return key, created, None
 
 
 def _known(ctx: CommandContext, ref: str) -> AgentView:

@@ -5,10 +5,14 @@ Create packs the caller's session (task, step, findings, decisions), its file re
 hashes, the project's knowledge (all, a category, or none), the caller's workflow state (tasks it
 owns or was delegated that are open, in progress or blocked) and its diary (newest
 ``diary_limit`` entries), signs it with the caller's Ed25519 key (``keys/<agent_id>.key``,
-created on first use) and records ``handoff.created``.
+created when the agent registered, or here for an actor that never registered) and records
+``handoff.created``.
 
 Import verifies the bundle **inside the write transaction** (so nothing can be applied from an
-unverified bundle) against the trust store (``leanctx.handoff_bundle``), then, as asked:
+unverified bundle) against the trust store (``leanctx.handoff_bundle``: keys of agents
+registered in this log — held in this data dir or recorded on their ``agent.registered``
+events, read from the sender's ``agent:<id>`` stream — and keys added with ``keys trust``),
+then, as asked:
 
 - ``apply_session``: the importer's session is reset and given the sender's task, step/total,
   findings and decisions (in order) — it continues where the sender stopped. File refs are
@@ -16,10 +20,13 @@ unverified bundle) against the trust store (``leanctx.handoff_bundle``), then, a
   changed since).
 - ``apply_knowledge``: every entry not identical to the current fact is remembered (the usual
   conflict rule applies when another agent wrote a different value within the window).
-- ``apply_workflow``: the sender's open tasks are *reported* (with their state here, if the task
-  exists in this log) and recorded on ``handoff.imported``; they are not reassigned, because
-  claims and leases are exclusive decisions of the task family — the importer claims them with
-  `lean-ctx chat task claim` once the sender releases them or their lease expires.
+- ``apply_workflow``: the bundle's tasks that the sender still owns here are handed to the
+  importer (``task.handed_over`` through ``leanctx.commands.tasks.hand_over``, in this same
+  transaction): owner and, for a task in progress, a fresh lease of ``lease_seconds``; the
+  status is unchanged. Tasks not in this log, done or cancelled, owned by another agent or by
+  nobody, or claimed again by the sender after the handoff was created are left alone and
+  reported with the reason and its code. Without ``apply_workflow`` every task is only
+  reported, with what an import with it would do.
 
 Codes: HANDOFF_NO_AGENT, HANDOFF_INVALID, HANDOFF_TAMPERED, HANDOFF_UNSIGNED, KEY_UNTRUSTED,
 SIGNATURE_INVALID (see ``leanctx.handoff_bundle``).
@@ -33,7 +40,7 @@ import msgspec
 
 from .. import handoff_bundle as hb
 from .. import keys
-from ..errors import InvalidInput
+from ..errors import InvalidInput, LeanCtxError
 from ..events.kinds.handoff import HandoffCreated, HandoffImported
 from ..events.kinds.knowledge import KnowledgeRemembered
 from ..events.kinds.session import SessionNoted, SessionReset, SessionTaskSet
@@ -42,6 +49,8 @@ from ..projections.diaries import recall_diary
 from ..projections.knowledge import get_entry, list_entries
 from ..projections.sessions import get_session, session_files, session_notes
 from ..projections.tasks import get_task, list_tasks
+from . import tasks as task_cmds
+from .agents import stream_of as agent_stream
 from .bus import Command, CommandContext, handles
 from .knowledge import DEFAULT_WINDOW_S, check_category
 from .knowledge import stream_of as knowledge_stream
@@ -62,9 +71,22 @@ def _me(ctx: CommandContext) -> str:
 
 
 def registered_agents(conn: object) -> set[str]:
-    """Agent ids registered in this log and not deregistered (their local keys are trusted)."""
+    """Agent ids registered in this log and not deregistered (their keys are trusted)."""
     return {r[0] for r in conn.execute(  # type: ignore[attr-defined]
         "SELECT agent_id FROM agents WHERE left_kind IS NULL OR left_kind != ?", (LEFT_DEREGISTERED,))}
+
+
+def recorded_keys(ctx: CommandContext, agent_id: str) -> list[str]:
+    """The public keys (base64) recorded on ``agent_id``'s ``agent.registered`` events: read from
+    its own stream (the agents projection does not keep them). The write lock is held, so the
+    committed log read here is the one the command decides on."""
+    out = []
+    for e in ctx.projections.store.read_stream(agent_stream(agent_id)):
+        if e.kind == "agent.registered":
+            pk = getattr(e.data(), "public_key", None)
+            if pk and pk not in out:
+                out.append(pk)
+    return out
 
 
 class CreateHandoff(Command, frozen=True):
@@ -137,6 +159,7 @@ class ImportHandoff(Command, frozen=True):
     apply_workflow: bool = False
     via: str = "file"  # file | envelope
     conflict_window_s: float = DEFAULT_WINDOW_S
+    lease_seconds: float = task_cmds.DEFAULT_LEASE_SECONDS  # apply_workflow: the importer's lease
 
 
 class TaskReport(msgspec.Struct, frozen=True):
@@ -144,9 +167,12 @@ class TaskReport(msgspec.Struct, frozen=True):
     task_id: str
     title: str
     status: str  # in the bundle
-    status_here: str | None  # in this log (None: the task is not in this log)
-    owner: str | None
-    suggestion: str
+    status_here: str | None  # in this log after the import (None: the task is not in this log)
+    owner: str | None  # here, after the import
+    outcome: str  # handed_over | already_yours | left_alone | can_hand_over (without apply_workflow)
+    reason: str
+    code: str | None = None  # why it was left alone (TASK_NOT_FOUND, TASK_HANDOVER_*)
+    lease_expires_at: str | None = None  # the importer's lease (a handed-over task in progress)
 
 
 class HandoffImportResult(msgspec.Struct, frozen=True):
@@ -173,12 +199,16 @@ class HandoffImportResult(msgspec.Struct, frozen=True):
 
 
 @handles(ImportHandoff, emits=("handoff.imported", "session.reset", "session.task_set", "session.noted",
-                               "knowledge.remembered"), result=HandoffImportResult)
+                               "knowledge.remembered", "task.handed_over"), result=HandoffImportResult)
 def import_(ctx: CommandContext, cmd: ImportHandoff) -> HandoffImportResult:
     me = _me(ctx)
     if cmd.via not in ("file", "envelope"):
         raise InvalidInput("HANDOFF_INVALID_VIA", "via is 'file' or 'envelope'")
-    v = hb.verify(cmd.bundle, registered_agents(ctx.conn))
+    obj = hb.parse(cmd.bundle)
+    sender = hb.claimed_sender(obj)
+    registered = registered_agents(ctx.conn)
+    recorded = {sender: recorded_keys(ctx, sender)} if sender in registered else {}
+    v = hb.verify_obj(obj, registered, recorded=recorded)
     b = v.body
     sid = session_of(me, ctx.session_id)
     applied: list[str] = []
@@ -211,28 +241,61 @@ def import_(ctx: CommandContext, cmd: ImportHandoff) -> HandoffImportResult:
                 conflict_window_s=float(cmd.conflict_window_s)))
             imported.append(e.key)
         applied.append("knowledge")
-    reports = []
-    for t in b.workflow:
-        here = get_task(ctx.conn, t.channel, t.task_id, now=ctx.now)
-        status_here = here.status if here else None
-        if here is None:
-            hint = "not in this log: recreate it with `lean-ctx chat task create` if you take it over"
-        elif here.status in ("done", "cancelled"):
-            hint = f"already {here.status} here"
-        elif here.status == "in_progress" and here.owner and here.owner != me:
-            hint = (f"held by {here.owner}: take it over with `lean-ctx chat task claim {t.task_id}` once it is "
-                    "released or its lease expires")
-        else:
-            hint = f"take it over with `lean-ctx chat task claim {t.task_id}`"
-        reports.append(TaskReport(t.channel, t.task_id, t.title, t.status, status_here,
-                                  here.owner if here else t.owner, hint))
+    reports = _workflow(ctx, cmd, v, me)
     if cmd.apply_workflow:
         applied.append("workflow")
     ctx.emit(stream_of(b.handoff_id), HandoffImported(
         handoff_id=b.handoff_id, sender=b.sender.agent_id, receiver=me, session_id=sid, key_id=v.signer.key_id,
         fingerprint=v.signer.fingerprint, digest=v.digest, applied=tuple(applied), knowledge_imported=len(imported),
-        tasks=tuple(f"{t.channel}/{t.task_id}" for t in b.workflow) if cmd.apply_workflow else (), via=cmd.via))
+        tasks=tuple(f"{t.channel}/{t.task_id}" for t in b.workflow) if cmd.apply_workflow else (), via=cmd.via,
+        handed_over=tuple(f"{t.channel}/{t.task_id}" for t in reports if t.outcome == "handed_over")))
     return HandoffImportResult(
         b.handoff_id, b.sender.agent_id, v.signer.key_id, v.signer.fingerprint, v.digest, me, sid, applied,
         b.session.task, b.session.step, b.session.total, len(b.session.notes), imported, skipped, reports,
         list(b.files), len(b.diary), b.message, b.created_at, b.project)
+
+
+def _workflow(ctx: CommandContext, cmd: ImportHandoff, v: hb.Verified, me: str) -> list[TaskReport]:
+    """Hand the sender's tasks over (``apply_workflow``) or say what that would do; one report per
+    task of the bundle."""
+    b = v.body
+    if cmd.apply_workflow and b.workflow:
+        task_cmds.validate_lease(cmd.lease_seconds)  # refuse a bad lease before anything is decided
+    reports: list[TaskReport] = []
+    seen: set[tuple[str, str]] = set()
+    for t in b.workflow:
+        if (t.channel, t.task_id) in seen:
+            continue
+        seen.add((t.channel, t.task_id))
+        lease: str | None = None
+        code: str | None = None
+        try:
+            row = task_cmds.handover_row(ctx, t.channel, t.task_id, sender=b.sender.agent_id, receiver=me,
+                                         since=b.created_at)
+        except LeanCtxError as exc:
+            row, outcome, code, reason = None, "left_alone", exc.code, exc.message
+            if code == "TASK_NOT_FOUND":
+                reason = (f"not in this log: create it here (`lean-ctx chat task create --id {t.task_id} --channel "
+                          f"{t.channel}`) if you take it over")
+        else:
+            if row is None:
+                outcome, reason = "already_yours", f"{me} already owns it here"
+            elif not cmd.apply_workflow:
+                outcome, reason = "can_hand_over", (f"{b.sender.agent_id} owns it here: import with apply_workflow "
+                                                    "(--apply-workflow) to take it over")
+            else:
+                lease = task_cmds.hand_over(ctx, row, receiver=me, handoff_id=b.handoff_id,
+                                            lease_seconds=cmd.lease_seconds).task.lease_expires_at
+                outcome = "handed_over"
+                reason = (f"from {b.sender.agent_id}" + (f", leased to {me} until {lease}" if lease
+                                                          else f" ({row['status']}, no lease)"))
+        status_here: str | None
+        owner: str | None
+        if outcome == "handed_over" and row is not None:  # the projection sees the handover at the append
+            status_here, owner = row["status"], me
+        else:
+            here = get_task(ctx.conn, t.channel, t.task_id, now=ctx.now) if code != "TASK_NOT_FOUND" else None
+            status_here, owner = (here.status, here.owner) if here else (None, None)
+        reports.append(TaskReport(t.channel, t.task_id, t.title, t.status, status_here, owner, outcome, reason,
+                                  code, lease))
+    return reports

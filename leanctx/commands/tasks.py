@@ -18,6 +18,17 @@ expired, as long as nobody recovered it.
 Delegation: events of a task with ``to_agent`` are directed to the other party — to the
 delegate when someone else acts, to the creator when the delegate acts — so each sees them
 through ``TopicFilter(to_agent=...)``; every event carries ``channel=``.
+
+Handover (``hand_over``, called by ``handoff.import`` with ``apply_workflow``; not a command of
+its own, because its authority is a verified handoff signed by the owner): a task of the
+bundle that its sender still owns passes to the importer — ``task.handed_over``, directed to
+the previous owner, status unchanged, a fresh lease for the importer when the task is in
+progress. The other transitions cannot say this honestly: only the holder may ``release``,
+``recover`` is for abandoned (expired) leases and records a recovery, and delegation is fixed
+at creation. Left alone, with a code: a task not in this log (``TASK_NOT_FOUND``), finished
+(``TASK_HANDOVER_FINISHED``), owned by someone other than the sender or by nobody
+(``TASK_HANDOVER_NOT_SENDERS``), or claimed again by the sender after the handoff was created
+(``TASK_HANDOVER_STALE``: the handoff does not cover that claim).
 """
 
 from __future__ import annotations
@@ -37,6 +48,7 @@ from ..events.kinds.task import (
     TaskClaimed,
     TaskCompleted,
     TaskCreated,
+    TaskHandedOver,
     TaskRecovered,
     TaskReleased,
     TaskRenewed,
@@ -215,6 +227,9 @@ def _duration(seconds: Any) -> float:
     return float(seconds)
 
 
+validate_lease = _duration  # for other families that hand out leases (handoff.import)
+
+
 def _reason(reason: str | None, code: str, what: str) -> str:
     text = (reason or "").strip()
     if not text:
@@ -318,15 +333,17 @@ def _recipient(row: dict[str, Any], actor: str | None) -> str | None:
     return creator if creator and creator != actor else None
 
 
-def _emit(ctx: CommandContext, row: dict[str, Any], events: list[Event]) -> TaskResult:
+def _emit(ctx: CommandContext, row: dict[str, Any], events: list[Event], *,
+          to_agent: str | None = None) -> TaskResult:
     """Append ``events`` to the task's stream (each checked against the stream's version) and
-    return the task as they leave it (folded with the projection's own ``fold``)."""
+    return the task as they leave it (folded with the projection's own ``fold``). They are
+    directed to ``to_agent`` when given, else to the other party of a delegation."""
     stream = stream_of(row["channel"], row["task_id"])
     version = ctx.tx.stream_version(stream)
     after = row
     for i, ev in enumerate(events):
         after = fold(after, ev, ts=ctx.ts, actor=ctx.actor) or after
-        ctx.emit(stream, ev, expected_version=version + i, to_agent=_recipient(after, ctx.actor),
+        ctx.emit(stream, ev, expected_version=version + i, to_agent=to_agent or _recipient(after, ctx.actor),
                  channel=row["channel"])
     return TaskResult(view_of(ctx.conn, after, ctx.now), events=[e.kind for e in events])
 
@@ -543,3 +560,46 @@ def recover(ctx: CommandContext, cmd: RecoverTask) -> TaskResult:
         previous_lease_expires_at=row["lease_expires_at"], recovery_reason=reason, lease_seconds=secs,
         lease_expires_at=expires,
     )])
+
+
+# --- handover (handoff.import with apply_workflow) ---------------------------------------
+
+
+def handover_row(ctx: CommandContext, channel: str, task_id: str, *, sender: str, receiver: str,
+                 since: str) -> dict[str, Any] | None:
+    """The row of a task that a handoff of ``sender`` (created at ``since``) may hand to
+    ``receiver``; None when ``receiver`` already owns it. Raises (with the reason) when the
+    task is left alone: see the module doc."""
+    row = _load(ctx, channel, task_id)
+    where = f"task {row['task_id']!r} of channel {row['channel']!r}"
+    if row["status"] in ("done", "cancelled"):
+        raise CommandError("TASK_HANDOVER_FINISHED", f"{where} is already {row['status']} here: nothing to continue")
+    owner = row["owner"]
+    if owner == receiver:
+        return None
+    if owner is None:
+        raise CommandError("TASK_HANDOVER_NOT_SENDERS",
+                           f"nobody owns {where} here ({row['status']}), {sender} does not any more: claim it with "
+                           f"`lean-ctx chat task claim {row['task_id']} --channel {row['channel']}`")
+    if owner != sender:
+        raise CommandError("TASK_HANDOVER_NOT_SENDERS",
+                           f"{where} is owned by {owner}, not by {sender} who sent the handoff: it stays with {owner}")
+    if row["claimed_at"] is not None and row["claimed_at"] > since:
+        raise CommandError("TASK_HANDOVER_STALE",
+                           f"{sender} claimed {where} again at {row['claimed_at']}, after the handoff was created "
+                           f"({since}): the handoff does not cover that claim; ask {sender} for a new handoff")
+    return row
+
+
+def hand_over(ctx: CommandContext, row: dict[str, Any], *, receiver: str, handoff_id: str,
+              lease_seconds: float) -> TaskResult:
+    """Hand the task of ``row`` (from ``handover_row``) to ``receiver``: ``task.handed_over``,
+    with a lease of ``lease_seconds`` when it is in progress."""
+    lease: dict[str, Any] = {}
+    if row["status"] == "in_progress":
+        secs, expires = _lease(ctx, lease_seconds)
+        lease = {"lease_seconds": secs, "lease_expires_at": expires}
+    ev = TaskHandedOver(channel=row["channel"], task_id=row["task_id"], owner=_agent(receiver, "new owner"),
+                        previous_owner=row["owner"], handoff_id=handoff_id, status=row["status"],
+                        previous_lease_expires_at=row["lease_expires_at"], **lease)
+    return _emit(ctx, row, [ev], to_agent=row["owner"] if row["owner"] != ctx.actor else None)

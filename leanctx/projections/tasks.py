@@ -1,7 +1,7 @@
 """Tasks: per-channel tasks with their state, owner, dependencies and lease.
 
-A lease exists only while a task is ``in_progress`` (claim, renew, recover set it; every
-move out of ``in_progress`` ends it). Its state is computed at query time from ``now``:
+A lease exists only while a task is ``in_progress`` (claim, renew, recover and a handover of
+an in-progress task set it; every move out of ``in_progress`` ends it). Its state is computed at query time from ``now``:
 ``none``, ``active`` (``now`` before ``lease_expires_at``) or ``expired``.
 
 Query functions (``get_task``, ``list_tasks``, ``dependency_reaches``, ...) take the
@@ -26,6 +26,7 @@ from ..events.kinds.task import (
     TaskClaimed,
     TaskCompleted,
     TaskCreated,
+    TaskHandedOver,
     TaskRecovered,
     TaskReleased,
     TaskRenewed,
@@ -72,14 +73,17 @@ class TaskView(msgspec.Struct, frozen=True):
     recovery_reason: str | None
     recovered_at: str | None
     version: int  # events applied to this task (its stream version)
+    # the last takeover is a recovery (recovery_*) or a handover (these), with previous_owner/_lease
+    handoff_id: str | None = None  # the handoff that handed the task to its owner
+    handed_over_at: str | None = None
 
 
 class Tasks(Projection):
     name = "tasks"
-    version = 1
+    version = 2  # 2: task.handed_over (handoff_id, handed_over_at)
     kinds = frozenset({
         "task.created", "task.updated", "task.status_changed", "task.claimed", "task.renewed",
-        "task.released", "task.completed", "task.blocked", "task.recovered",
+        "task.released", "task.completed", "task.blocked", "task.recovered", "task.handed_over",
     })
     tables = {
         "tasks": """CREATE TABLE IF NOT EXISTS tasks (
@@ -106,6 +110,8 @@ class Tasks(Projection):
             recovery_reason  TEXT,
             recovered_at     TEXT,
             version          INTEGER NOT NULL,
+            handoff_id       TEXT,
+            handed_over_at   TEXT,
             PRIMARY KEY (channel, task_id)
         )""",
         "task_deps": """CREATE TABLE IF NOT EXISTS task_deps (
@@ -144,6 +150,7 @@ _FIELDS = (
     "channel", "task_id", "title", "status", "owner", "to_agent", "created_by", "files_hint", "acceptance", "branch",
     "blocked_reason", "lease_expires_at", "lease_seconds", "claimed_at", "created_at", "created_pos", "updated_at",
     "completed_at", "previous_owner", "previous_lease_expires_at", "recovery_reason", "recovered_at", "version",
+    "handoff_id", "handed_over_at",
 )
 _NO_LEASE = {"lease_expires_at": None, "lease_seconds": None}
 
@@ -159,7 +166,8 @@ def fold(row: dict[str, Any] | None, ev: Event, *, ts: str, position: int = 0,
             "acceptance": ev.acceptance, "branch": ev.branch, "blocked_reason": None, **_NO_LEASE,
             "claimed_at": None, "created_at": ts, "created_pos": position, "updated_at": ts, "completed_at": None,
             "previous_owner": None, "previous_lease_expires_at": None, "recovery_reason": None,
-            "recovered_at": None, "version": 1, "depends_on": sorted(set(ev.depends_on)),
+            "recovered_at": None, "version": 1, "handoff_id": None, "handed_over_at": None,
+            "depends_on": sorted(set(ev.depends_on)),
         }
     if row is None:  # an event for a task the log never created: nothing to fold into
         return None
@@ -205,7 +213,15 @@ def fold(row: dict[str, Any] | None, ev: Event, *, ts: str, position: int = 0,
         r.update(status="in_progress", owner=ev.owner, lease_expires_at=ev.lease_expires_at,
                  lease_seconds=ev.lease_seconds, claimed_at=ts, previous_owner=ev.previous_owner,
                  previous_lease_expires_at=ev.previous_lease_expires_at, recovery_reason=ev.recovery_reason,
-                 recovered_at=ts, blocked_reason=None)
+                 recovered_at=ts, blocked_reason=None, handoff_id=None, handed_over_at=None)
+    elif isinstance(ev, TaskHandedOver):
+        r.update(owner=ev.owner, previous_owner=ev.previous_owner,
+                 previous_lease_expires_at=ev.previous_lease_expires_at, handoff_id=ev.handoff_id,
+                 handed_over_at=ts, recovery_reason=None, recovered_at=None)
+        if ev.lease_expires_at is not None:
+            r.update(lease_expires_at=ev.lease_expires_at, lease_seconds=ev.lease_seconds, claimed_at=ts)
+        else:
+            r.update(_NO_LEASE)
     return r
 
 
@@ -261,6 +277,7 @@ def view_of(conn: Any, row: dict[str, Any], now: float) -> TaskView:
         row["branch"], row["blocked_reason"], state, row["lease_expires_at"], row["lease_seconds"], left,
         row["claimed_at"], row["created_at"], row["updated_at"], row["completed_at"], row["previous_owner"],
         row["previous_lease_expires_at"], row["recovery_reason"], row["recovered_at"], row["version"],
+        row["handoff_id"], row["handed_over_at"],
     )
 
 

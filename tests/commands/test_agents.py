@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from leanctx import keys
 from leanctx.app import LeanCtx
 from leanctx.commands.agents import AgentAck, AgentRegistration, Deregister, Heartbeat, RegisterAgent
 from leanctx.errors import CommandError, InvalidInput, LeanCtxError
@@ -75,8 +76,11 @@ def test_register_appends_the_registration(app: LeanCtx) -> None:
                            actor="me")
     e = app.store.get(res.positions[0])
     assert (e.stream, e.version, e.kind) == (f"agent:{res.value.agent_id}", 1, "agent.registered")
+    key = keys.info(res.value.agent_id, create=False)  # created at registration, in the data dir
     assert e.data() == AgentRegistered(agent_id=res.value.agent_id, name="cursor-dev-1", agent_type="cursor",
-                                       role="dev", project_root="/p", pid=7, host="h", session_id="s")
+                                       role="dev", project_root="/p", pid=7, host="h", session_id="s",
+                                       public_key=key.public_key, fingerprint=key.fingerprint)
+    assert res.value.key_fingerprint == key.fingerprint
 
 
 def test_project_root_defaults_to_the_dispatch_project(app: LeanCtx) -> None:

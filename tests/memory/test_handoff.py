@@ -216,8 +216,11 @@ def test_handoff_from_a_imported_by_b_in_another_process(tmp_path: Path, app: Le
     assert out["receiver"] == "b" and out["session_id"] == "sb" and out["message"] == "over to you"
     assert sorted(out["applied"]) == ["knowledge", "session", "workflow"]
     assert out["knowledge_skipped"] == ["db.engine", "deploy.host"]  # same log: already known
-    t1 = next(t for t in out["tasks"] if t["task_id"] == "t1")
-    assert t1["status_here"] == "in_progress" and "held by a" in t1["suggestion"]
+    t1, t2 = (next(t for t in out["tasks"] if t["task_id"] == i) for i in ("t1", "t2"))
+    assert (t1["outcome"], t1["owner"], t1["status_here"]) == ("handed_over", "b", "in_progress")
+    assert t1["lease_expires_at"] and t1["code"] is None
+    # t2 was delegated to a but a never claimed it: nobody owns it, so it is not a's to hand over
+    assert (t2["outcome"], t2["code"], t2["owner"]) == ("left_alone", "TASK_HANDOVER_NOT_SENDERS", None)
     assert state(app, "sb") == state(app, "sa")  # B continues where A stopped
     p = cli(app.db, project, "handoff", "list")
     assert f"created  {res.handoff_id}" in p.stdout and f"imported {res.handoff_id} from a by b" in p.stdout
@@ -226,7 +229,7 @@ def test_handoff_from_a_imported_by_b_in_another_process(tmp_path: Path, app: Le
     from tools.replay import replay
 
     rep = replay(app, verify=True)
-    assert rep.chain_ok and all(p.match for p in rep.projections if p.name in ("handoffs", "sessions"))
+    assert rep.chain_ok and all(p.match for p in rep.projections if p.name in ("handoffs", "sessions", "tasks"))
 
 
 def test_ctx_handoff_tool_create_import_into_a_fresh_log(tmp_path: Path, app: LeanCtx, project: Path) -> None:

@@ -31,7 +31,11 @@ def register(
     ),
     json_: bool = JSON,
 ) -> None:
-    """Register an agent; prints its id and name (like cursor-dev-1)."""
+    """Register an agent; prints its id and name (like cursor-dev-1).
+
+    The first registration of an id creates its Ed25519 signing key under the data dir
+    (keys/<id>.key, mode 0600, and .pub); registering again keeps it. Handoffs it signs are
+    trusted by the agents of this log."""
     from ...commands.agents import RegisterAgent
 
     st = state(ctx)
@@ -52,6 +56,12 @@ def register(
     else:
         verb = "rejoined" if v.rejoined else "registered"
         sys.stdout.write(f"{verb} {v.name} (agent_id {v.agent_id}) in {v.project_root}\n")
+        if v.key_fingerprint:
+            sys.stdout.write(f"key {v.key_fingerprint} ({'new' if v.key_created else 'kept'}, "
+                             f"keys/{v.agent_id}.key)\n")
+        if v.key_warning:
+            sys.stderr.write(f"warning[{v.key_warning.split(':', 1)[0]}]: no signing key recorded: "
+                             f"{v.key_warning.split(': ', 1)[-1]}\n")
         if v.agent_id != agent_identity():
             sys.stderr.write(f"to act as this agent: export LEAN_CTX_AGENT_ID={v.agent_id}\n")
 

@@ -69,12 +69,15 @@ def create_cmd(
         sys.stdout.write(v.bundle)
 
 
-def _import(st, text: str, *, knowledge: bool, session: bool, workflow: bool, via: str, json_: bool) -> None:  # type: ignore[no-untyped-def]
+def _import(st, text: str, *, knowledge: bool, session: bool, workflow: bool, via: str, json_: bool,  # type: ignore[no-untyped-def]
+            lease: float | None = None) -> None:
     from ...commands.handoff import ImportHandoff
+    from ...commands.tasks import DEFAULT_LEASE_SECONDS
     from ..tools.handoff import imported_text
 
     v = dispatch(st, ImportHandoff(bundle=text, apply_knowledge=knowledge, apply_session=session,
-                                   apply_workflow=workflow, via=via))
+                                   apply_workflow=workflow, via=via,
+                                   lease_seconds=DEFAULT_LEASE_SECONDS if lease is None else lease))
     if st.want_json(json_):
         emit_json(v)
     else:
@@ -87,14 +90,20 @@ def import_cmd(
     file: str = typer.Argument(..., help="The bundle file ('-' reads stdin)."),
     apply_knowledge: bool = typer.Option(False, "--apply-knowledge", help="Remember the bundle's facts."),
     apply_session: bool = typer.Option(False, "--apply-session", help="Take over the task, findings, decisions."),
-    apply_workflow: bool = typer.Option(False, "--apply-workflow", help="Record the sender's open tasks as taken over (reported)."),
+    apply_workflow: bool = typer.Option(
+        False, "--apply-workflow",
+        help="Take over the sender's tasks that it still owns here: you become the owner, with a fresh lease on "
+        "those in progress (task.handed_over). Finished tasks and tasks of other agents are left alone, "
+        "with the reason."),
     apply_all: bool = typer.Option(False, "--apply", help="All three."),
+    lease: float | None = typer.Option(None, "--lease", help="Seconds of the lease on taken-over tasks in "
+                                          "progress (default 900)."),
     json_: bool = JSON,
 ) -> None:
     """Verify a bundle against the trust store, then apply what is asked (nothing by default)."""
     text = _text(_read(file, "HANDOFF_INVALID"), "HANDOFF_INVALID", "bundle")
     _import(state(ctx), text, knowledge=apply_knowledge or apply_all, session=apply_session or apply_all,
-            workflow=apply_workflow or apply_all, via="file", json_=json_)
+            workflow=apply_workflow or apply_all, via="file", json_=json_, lease=lease)
 
 
 @handoff_app.command("list")
@@ -216,7 +225,8 @@ def receive_cmd(
     ctx: typer.Context,
     envelope: str = typer.Argument(..., help="The envelope file ('-' reads stdin)."),
     secret: str = typer.Option(..., "--secret", envvar="LEAN_CTX_A2A_SECRET", help="The shared secret."),
-    apply: bool = typer.Option(False, "--apply", help="Apply a handoff (session, knowledge, workflow)."),
+    apply: bool = typer.Option(False, "--apply", help="Apply a handoff (session, knowledge, workflow: the "
+                               "sender's tasks it still owns here become yours)."),
     out: str | None = typer.Option(None, "--out", "-o", help="Also write the payload here."),
     json_: bool = JSON,
 ) -> None:

@@ -3,7 +3,9 @@
 Registration answers with the agent's token (see ``tokens``); heartbeat and deregister act as
 the agent that token proves. Re-registering an id the log already knows (a rejoin, or taking
 over an id used from the CLI) needs that id's token (``403 AUTH_AGENT_ID_TAKEN``), so nobody
-obtains another agent's token by naming it.
+obtains another agent's token by naming it. Registering gives the agent its Ed25519 signing key
+in this server's data dir (created once, by the ``agent.register`` command; see
+``leanctx.commands.agents``); the answer names its fingerprint (``key_fingerprint``).
 
 ``GET /v1/agents/events`` streams ``agent_joined`` (``agent.registered``) and ``agent_left``
 (``agent.left`` with reason ``heartbeat_timeout`` after 3 missed heartbeats, or
@@ -74,6 +76,8 @@ class Registered(msgspec.Struct, kw_only=True):
     rejoined: bool
     agent_token: str  # send it as X-Agent-Token on every action of this agent
     token_header: str = HEADER
+    key_fingerprint: str | None = None  # the agent's signing key (held by this server's data dir)
+    key_warning: str | None = None  # "CODE: sentence" when the key could not be made or read
 
 
 class HeartbeatBody(msgspec.Struct, kw_only=True):
@@ -144,7 +148,8 @@ async def register(request: Request) -> Response:
     r = res.value
     return JSON(Registered(agent_id=r.agent_id, name=r.name, agent_type=r.agent_type, role=r.role,
                            project_root=r.project_root, heartbeat_interval=r.heartbeat_interval,
-                           ttl_seconds=r.ttl_seconds, rejoined=r.rejoined, agent_token=st.tokens.mint(r.agent_id)))
+                           ttl_seconds=r.ttl_seconds, rejoined=r.rejoined, agent_token=st.tokens.mint(r.agent_id),
+                           key_fingerprint=r.key_fingerprint, key_warning=r.key_warning))
 
 
 async def _check_named(st: ServerState, agent: str, named: str | None) -> None:
@@ -235,7 +240,7 @@ async def sweeper(st: ServerState) -> None:
 
 TAG = "agents"
 ROUTES = [
-    RouteSpec("POST", "/v1/agents/register", register, "Register an agent; answers its id and its agent token.", TAG,
+    RouteSpec("POST", "/v1/agents/register", register, "Register an agent (its signing key is created on first registration); answers its id, its agent token and its key fingerprint.", TAG,
               auth=SERVER, body=RegisterBody, response=Registered),
     RouteSpec("POST", "/v1/agents/heartbeat", heartbeat, "Heartbeat as the token's agent.", TAG, auth=AGENT,
               body=HeartbeatBody, response=Ack),

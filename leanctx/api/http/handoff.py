@@ -5,8 +5,10 @@ checked with this server's A2A secret (``$LEAN_CTX_A2A_SECRET``, else ``<data di
 a bad MAC is refused (``ENVELOPE_BAD_MAC``, 401) and nothing is applied or recorded. A handoff
 payload is then imported: verified against this server's trust store and recorded
 (``handoff.imported``). With ``?apply=1`` and the receiving agent's ``X-Agent-Token`` its
-session, knowledge and workflow are applied for that agent; without a token the import is
-recorded by the agent ``a2a`` and nothing is applied. A ``context`` payload is acknowledged
+session, knowledge and workflow are applied for that agent — the workflow: the sender's tasks it
+still owns in this log are handed to that agent (``task.handed_over``, a fresh lease on those in
+progress; ``?lease_seconds=N``, default 900), the others are reported with the reason; without a
+token the import is recorded by the agent ``a2a`` and nothing is applied. A ``context`` payload is acknowledged
 (MAC checked) and not stored.
 """
 
@@ -29,8 +31,10 @@ from .state import session_of, srv
 RECEIVER = "a2a"
 
 
-def _receive(st: Any, data: bytes, agent: str | None, session: str | None, apply: bool) -> dict[str, Any]:
+def _receive(st: Any, data: bytes, agent: str | None, session: str | None, apply: bool,
+             lease: float | None = None) -> dict[str, Any]:
     from ...commands.handoff import ImportHandoff
+    from ...commands.tasks import DEFAULT_LEASE_SECONDS
     from ..tools.handoff import imported_text
 
     e = env.open_envelope(data, env.server_secret())
@@ -40,22 +44,33 @@ def _receive(st: Any, data: bytes, agent: str | None, session: str | None, apply
     if not isinstance(e.payload, dict):
         raise InvalidInput(hb.HANDOFF_INVALID, "the envelope's handoff payload is not a bundle object")
     cmd = ImportHandoff(bundle=hb.encode(e.payload).decode(), apply_knowledge=apply, apply_session=apply,
-                        apply_workflow=apply, via="envelope")
+                        apply_workflow=apply, via="envelope",
+                        lease_seconds=DEFAULT_LEASE_SECONDS if lease is None else lease)
     res = st.lc.bus.dispatch(cmd, actor=agent or RECEIVER, session_id=session, project=str(st.project_root))
     return {"text": imported_text(res.value), "payload_kind": "handoff", "sender": e.sender, "import": res.value,
             "call_position": res.call_position}
+
+
+def _lease(raw: str | None) -> float | None:
+    if raw is None or raw == "":
+        return None
+    try:
+        return float(raw)
+    except ValueError:
+        raise InvalidInput("LEASE_INVALID_DURATION", f"lease_seconds={raw[:40]!r} is not a number of seconds") from None
 
 
 async def receive(request: Request) -> Response:
     st = srv(request)
     agent = agent_of(request, st.tokens)
     apply = request.query_params.get("apply", "") in ("1", "true", "yes")
+    lease = _lease(request.query_params.get("lease_seconds"))
     if apply and agent is None:
         raise HttpError(401, "AUTH_AGENT_TOKEN_REQUIRED",
                         "applying a handoff acts for an agent: send its token in X-Agent-Token")
     data = await raw_body(request, st.config.max_body_bytes)
     try:
-        out = await st.run(_receive, st, data, agent, session_of(request), apply)
+        out = await st.run(_receive, st, data, agent, session_of(request), apply, lease)
     except LeanCtxError as err:
         if err.code == env.ENVELOPE_BAD_MAC:
             raise HttpError(401, err.code, err.message) from None
@@ -69,7 +84,10 @@ ROUTES = [
         "Receive a TransportEnvelopeV1 (HMAC-SHA256 with the shared A2A secret) carrying a handoff bundle; "
         "?apply=1 applies it for the X-Agent-Token's agent.",
         "a2a", auth=AGENT_OPTIONAL,
-        params=(Param("apply", type="boolean", description="Apply session, knowledge and workflow (needs X-Agent-Token)."),),
+        params=(Param("apply", type="boolean", description="Apply session, knowledge and workflow (needs X-Agent-Token): "
+                      "the sender's tasks it still owns here pass to the token's agent."),
+                Param("lease_seconds", type="number", description="The lease on taken-over tasks in progress "
+                      "(default 900)."),),
         operation_id="receive_handoff_envelope",
     ),
 ]

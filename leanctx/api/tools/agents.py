@@ -85,7 +85,9 @@ def _register(lc: Any, caller: Caller, a: AgentArgs) -> dict[str, Any]:
     v = _dispatch(lc, caller, RegisterAgent(agent_type=agent_type, role=a.role or "dev", project_root=caller.project,
                                             agent_id=me, session_id=caller.session_id))
     verb = "rejoined" if v.rejoined else "registered"
-    return {"text": f"{verb} {v.name} (agent_id {v.agent_id}, role {v.role})", "agent": v}
+    key = (f"; key {v.key_fingerprint}" if v.key_fingerprint else "") + (
+        f"; warning: no signing key ({v.key_warning})" if v.key_warning else "")
+    return {"text": f"{verb} {v.name} (agent_id {v.agent_id}, role {v.role}){key}", "agent": v}
 
 
 def _list(lc: Any, caller: Caller, a: AgentArgs) -> dict[str, Any]:

@@ -24,7 +24,8 @@ class HandoffArgs(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     bundle: str | None = None  # import: the bundle text itself
     apply_knowledge: bool = False
     apply_session: bool = False
-    apply_workflow: bool = False
+    apply_workflow: bool = False  # import: take over the sender's tasks it still owns here
+    lease_seconds: float | None = None  # import: the lease on taken-over tasks in progress (default 900)
     handoff_id: str | None = None  # show
 
 
@@ -57,7 +58,8 @@ def imported_text(v: Any) -> str:
                  f"({len(v.knowledge_skipped)} already known), {v.diary} diary entries")
     lines += [f"{f.ref} {f.path} {(f.content_hash or '')[:12]}" for f in v.files]
     lines += [f"task {t.channel}/{t.task_id} [{t.status}{'' if t.status_here in (None, t.status) else ' → ' + t.status_here}]"
-              f" {t.title}: {t.suggestion}" for t in v.tasks]
+              f" {t.title}: {t.outcome.replace('_', ' ')}{f' [{t.code}]' if t.code else ''} — {t.reason}"
+              for t in v.tasks]
     return "\n".join(lines)
 
 
@@ -92,10 +94,12 @@ def show_handoff(lc: Any, handoff_id: str) -> dict[str, Any]:
 @tool("ctx_handoff", category="memory", args=HandoffArgs, description="""
 Hand work to another agent with a signed bundle, or continue another agent's work. action:
 create(knowledge?: all|none|CATEGORY, message?, out?) → bundle | import(path | bundle,
-apply_session?, apply_knowledge?, apply_workflow?) (verified against the trust store) | list |
-show(handoff_id).""")
+apply_session?, apply_knowledge?, apply_workflow?, lease_seconds?) (verified against the trust
+store; apply_workflow: the sender's tasks it still owns become yours, leased if in progress;
+others are reported with the reason) | list | show(handoff_id).""")
 def ctx_handoff(lc: Any, caller: Caller, a: HandoffArgs) -> dict[str, Any]:
     from ...commands.handoff import CreateHandoff, ImportHandoff
+    from ...commands.tasks import DEFAULT_LEASE_SECONDS
 
     if a.action == "create":
         v = _dispatch(lc, caller, CreateHandoff(knowledge=a.knowledge, diary_limit=a.diary_limit, message=a.message))
@@ -112,8 +116,10 @@ def ctx_handoff(lc: Any, caller: Caller, a: HandoffArgs) -> dict[str, Any]:
                 raise InvalidInput("HANDOFF_INVALID", f"cannot read {a.path}: {exc}") from None
         else:
             text = a.bundle or ""
+        lease = DEFAULT_LEASE_SECONDS if a.lease_seconds is None else a.lease_seconds
         v = _dispatch(lc, caller, ImportHandoff(bundle=text, apply_knowledge=a.apply_knowledge,
-                                                apply_session=a.apply_session, apply_workflow=a.apply_workflow))
+                                                apply_session=a.apply_session, apply_workflow=a.apply_workflow,
+                                                lease_seconds=lease))
         return {"text": imported_text(v), "import": v}
     if a.action == "list":
         return list_handoffs(lc)

@@ -11,7 +11,11 @@ from .base import Event
 
 
 class AgentRegistered(Event, tag="agent.registered"):
-    """An agent joined a project and got an identity."""
+    """An agent joined a project and got an identity. ``public_key`` (base64 of the raw 32-byte
+    Ed25519 key) and ``fingerprint`` name the agent's signing key, created at its first
+    registration in the registering process's data dir (``keys/<agent_id>.key``): handoffs it
+    signs with that key are trusted by importers of this log. Both are null when the key could
+    not be created or read (the registration still happened)."""
 
     agent_id: str
     name: str
@@ -21,6 +25,8 @@ class AgentRegistered(Event, tag="agent.registered"):
     pid: int | None = None
     host: str | None = None
     session_id: str | None = None
+    public_key: str | None = None
+    fingerprint: str | None = None
 
 
 class AgentHeartbeat(Event, tag="agent.heartbeat"):

@@ -33,7 +33,9 @@ class HandoffCreated(Event, tag="handoff.created"):
 class HandoffImported(Event, tag="handoff.imported"):
     """The actor verified a handoff bundle against its trust store and imported it into
     ``session_id``; ``applied`` names what was applied (``session``, ``knowledge``,
-    ``workflow``), ``tasks`` the sender's open tasks it reported (``channel/task_id``)."""
+    ``workflow``), ``tasks`` the bundle's tasks (``channel/task_id``) when the workflow was
+    applied, and ``handed_over`` those of them that passed to the actor (each with its
+    ``task.handed_over`` event in the same transaction)."""
 
     handoff_id: str
     sender: str
@@ -46,3 +48,4 @@ class HandoffImported(Event, tag="handoff.imported"):
     knowledge_imported: int = 0
     tasks: tuple[str, ...] = ()
     via: str = "file"  # file | envelope
+    handed_over: tuple[str, ...] = ()

@@ -112,3 +112,21 @@ class TaskRecovered(Event, tag="task.recovered"):
     recovery_reason: str
     lease_seconds: float
     lease_expires_at: str
+
+
+class TaskHandedOver(Event, tag="task.handed_over"):
+    """A task owned by the sender of a signed handoff passed to the agent that verified and
+    imported that handoff with `apply_workflow` (`handoff_id`): the new owner takes the lease
+    when the task is in progress (`lease_*`; none otherwise); the status is unchanged and the
+    previous owner and lease expiry are kept on record. Only the bundle's own tasks that the
+    sender still owns are handed over."""
+
+    channel: str
+    task_id: str
+    owner: str
+    previous_owner: str
+    handoff_id: str
+    status: str
+    previous_lease_expires_at: str | None = None
+    lease_seconds: float | None = None
+    lease_expires_at: str | None = None

@@ -142,7 +142,8 @@ def _poll(live: Served, **params: Any) -> list[dict[str, Any]]:
     return live.get(f"/v1/events/poll?since=0&limit=1000&{q}")["events"]
 
 
-def test_the_lineage_explorer_draws_the_chain_of_a_known_event(live: Served, tab: Callable[..., Tab]) -> None:
+def test_the_lineage_explorer_draws_the_chain_of_a_known_event(live: Served, tab: Callable[..., Tab],
+                                                              artifacts: Path) -> None:
     posted = [e for e in _poll(live, kinds="message.posted") if e["payload"]["title"] == "found a race"]
     assert len(posted) == 1
     msg = posted[0]
@@ -173,6 +174,7 @@ def test_the_lineage_explorer_draws_the_chain_of_a_known_event(live: Served, tab
     # and from the live stream
     page.click(f"[data-testid=stream-item][data-position='{msg['position']}']")
     page.wait_for_selector(f"[data-testid=lineage-node][data-role=focus][data-position='{msg['position']}']")
+    page.locator("[data-testid=panel-events]").screenshot(path=str(artifacts / "panel-events-lineage.png"))
     assert t.watch.problems() == []
 
 

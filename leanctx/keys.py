@@ -146,14 +146,15 @@ def _seed_line(sk: SigningKey) -> bytes:
     return bytes(sk).hex().encode("ascii") + b"\n"
 
 
-def _write_exclusive(path: Path, sk: SigningKey) -> bool:
+def _create_0600(path: Path, data: bytes) -> bool:
+    """Create ``path`` (0600) holding ``data``; False when it exists already."""
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
         return False
     try:
         os.fchmod(fd, 0o600)
-        os.write(fd, _seed_line(sk))
+        os.write(fd, data)
         os.fsync(fd)
     finally:
         os.close(fd)
@@ -166,19 +167,13 @@ def _write_private(path: Path, sk: SigningKey) -> bool:
     created ``path`` first (its key wins)."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            os.fchmod(fd, 0o600)
-            os.write(fd, _seed_line(sk))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        _create_0600(tmp, _seed_line(sk))
         try:
             os.link(tmp, path)
         except FileExistsError:
             return False
         except OSError:  # a file system without hard links: exclusive create instead
-            return _write_exclusive(path, sk)
+            return _create_0600(path, _seed_line(sk))
         return True
     finally:
         tmp.unlink(missing_ok=True)

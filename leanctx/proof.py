@@ -215,21 +215,11 @@ def write(doc: dict[str, Any], out_dir: str | os.PathLike[str]) -> tuple[Path, P
 
 
 def write_atomic(path: Path, data: bytes) -> None:
-    """``data`` into ``path`` through a temporary file in the same directory and a rename, so a
-    reader sees the old file or the new one, never part of one. Mode 0644: a proof is meant to be
-    shared (``mkstemp`` alone would leave 0600)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, 0o644)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    """``data`` into ``path`` atomically (a reader sees the old file or the new one, never part
+    of one); a new file is 0644: a proof is meant to be shared."""
+    from .ops.files import atomic_write
+
+    atomic_write(path, data, new_mode=0o644)
 
 
 # --- verifying -----------------------------------------------------------------------------

@@ -3,8 +3,8 @@
 - From the start of the session (``pytest_configure``, before collection, so module- and
   session-scoped fixtures are covered too) ``LEAN_CTX_HOME`` and ``XDG_DATA_HOME`` (its fallback)
   point into a temporary directory, removed at the end.
-- Every test then gets a fresh data dir of its own (an autouse fixture, via monkeypatch), outside
-  its ``tmp_path`` so that a project rooted at ``tmp_path`` does not see it.
+- Every test then gets a fresh data dir of its own (the autouse fixture ``home``, via
+  monkeypatch), outside its ``tmp_path`` so that a project rooted at ``tmp_path`` does not see it.
 
 Subprocesses inherit the environment, so a ``lean-ctx`` run by a test writes there too. A test
 that sets its own ``LEAN_CTX_HOME`` (monkeypatch, or a subprocess ``env``) overrides it.
@@ -43,7 +43,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         shutil.rmtree(base, ignore_errors=True)
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture(autouse=True, name="home")
 def _isolated_data_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     base = tmp_path_factory.mktemp("data-home")
     home = base / "lean-ctx"

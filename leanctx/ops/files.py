@@ -317,21 +317,28 @@ def redact_text(text: str) -> tuple[str, int]:
 
 # --- atomic write -----------------------------------------------------------------------------
 
-def atomic_write(path: str | os.PathLike[str], data: bytes) -> None:
+def atomic_write(path: str | os.PathLike[str], data: bytes, *, new_mode: int | None = None) -> None:
     """Replace the file at ``path`` with ``data`` atomically: a temp file in the same directory,
     written and fsynced, given the original's mode (and owner, where allowed), then
     ``os.replace``d over it and the directory fsynced. Readers see the old bytes or the new,
-    never a mix; on any failure the temp file is removed and the original is untouched."""
+    never a mix; on any failure the temp file is removed and the original is untouched.
+    ``new_mode``: the file may not exist yet, and is then created with this mode (otherwise
+    a missing file raises ``FileNotFoundError``)."""
     target = os.fspath(path)
     directory = os.path.dirname(target) or "."
-    st = os.stat(target)
+    try:
+        st: os.stat_result | None = os.stat(target)
+    except FileNotFoundError:
+        if new_mode is None:
+            raise
+        st = None
     fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(target)[:100] + ".", suffix=".lean-ctx")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
-            os.fchmod(f.fileno(), stat.S_IMODE(st.st_mode))
-            if hasattr(os, "fchown") and (st.st_uid != os.geteuid() or st.st_gid != os.getegid()):
+            os.fchmod(f.fileno(), stat.S_IMODE(st.st_mode) if st is not None else new_mode or 0)
+            if st is not None and hasattr(os, "fchown") and (st.st_uid != os.geteuid() or st.st_gid != os.getegid()):
                 try:
                     os.fchown(f.fileno(), st.st_uid, st.st_gid)
                 except OSError:

@@ -32,11 +32,6 @@ pytestmark = pytest.mark.timeout(180)
 
 
 @pytest.fixture
-def home() -> Path:
-    return Path(os.environ["LEAN_CTX_HOME"])  # tests/conftest.py: a fresh one per test
-
-
-@pytest.fixture
 def app(tmp_path: Path) -> Any:
     with LeanCtx(tmp_path / "events.db") as a:
         yield a

@@ -18,13 +18,6 @@ from leanctx.errors import CommandError, InvalidInput, NotFound
 LEAN_CTX = str(Path(sys.executable).with_name("lean-ctx"))
 
 
-@pytest.fixture(autouse=True)
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    h = tmp_path / "home"
-    monkeypatch.setenv("LEAN_CTX_HOME", str(h))
-    return h
-
-
 def test_key_created_on_first_use_with_0600_and_pub(home: Path) -> None:
     sig = keys.sign("agent-a", b"hello")
     key = home / "keys" / "agent-a.key"

@@ -29,20 +29,6 @@ LEAN_CTX = str(Path(sys.executable).with_name("lean-ctx"))
 T0 = 1_900_000_000.0
 
 
-@pytest.fixture(autouse=True)
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    h = tmp_path / "home"
-    monkeypatch.setenv("LEAN_CTX_HOME", str(h))
-    return h
-
-
-@pytest.fixture()
-def project(tmp_path: Path) -> Path:
-    p = tmp_path / "proj"
-    (p / ".git").mkdir(parents=True)
-    return p
-
-
 def fill(lc: LeanCtx, project: Path) -> None:
     """A real log: agents, chat, tasks through the bus; context events appended directly."""
     root = str(project)
@@ -242,3 +228,15 @@ def test_cli_proof_and_verify(tmp_path: Path, project: Path, home: Path) -> None
     assert p.returncode == 0 and p.stdout.startswith(f"ok: proof of head {default['head']['position']} "), p.stdout
     assert json.loads(Path(default["json"]).with_name(Path(default["json"]).stem + ".verify.json").read_text())[
         "verified"] is True
+
+
+def test_written_proofs_are_shareable_and_replaced_whole(tmp_path: Path) -> None:
+    out = tmp_path / "proofs"
+    target = out / "p.json"
+    out.mkdir()
+    proof.write_atomic(target, b"first\n")
+    assert target.read_bytes() == b"first\n" and (target.stat().st_mode & 0o777) == 0o644
+    os.chmod(target, 0o640)  # an operator's choice of mode survives a rewrite
+    proof.write_atomic(target, b"second\n")
+    assert target.read_bytes() == b"second\n" and (target.stat().st_mode & 0o777) == 0o640
+    assert sorted(p.name for p in out.iterdir()) == ["p.json"]  # no temporary file left behind

@@ -32,20 +32,6 @@ BAD_NAMES = ["../events.db", "/etc/passwd", "proofs/context-proof-1.json", "..",
              "context-proof-1.json.bak", ""]
 
 
-@pytest.fixture(autouse=True)
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    h = tmp_path / "home"
-    monkeypatch.setenv("LEAN_CTX_HOME", str(h))
-    return h
-
-
-@pytest.fixture()
-def project(tmp_path: Path) -> Path:
-    p = tmp_path / "proj"
-    (p / ".git").mkdir(parents=True)
-    return p
-
-
 def tamper(db: Path, old: str, new: str) -> int:
     """Edit a message's payload in the file behind the store's back (its trigger dropped for the
     edit and put back); returns the edited position."""

@@ -3,7 +3,6 @@ consumption, the 80 % warning line)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 

@@ -91,6 +91,19 @@ def test_a_message_posted_through_the_cli_appears_in_the_stream_within_2s(live: 
     assert t.watch.problems() == []
 
 
+def test_markup_in_a_message_is_shown_as_text_never_run(live: Served, tab: Callable[..., Tab]) -> None:
+    t = tab().open(live.url)
+    marker = f"xss{time.time_ns()}"
+    title = f'<img src=x data-marker="{marker}"><script>window.{marker}=1</script>'
+    live.project.cli("chat", "post", "--title", title, "--body", f"<b id='{marker}'>bold</b>", agent="a2")
+    item = t.page.locator("[data-testid=stream-item]", has_text=marker)
+    item.wait_for(timeout=5000)
+    assert title in item.inner_text()  # the markup, as text
+    assert t.page.locator(f"img[data-marker='{marker}'], b#{marker}").count() == 0
+    assert t.page.evaluate(f"typeof window.{marker}") == "undefined"
+    assert t.watch.problems() == []
+
+
 def test_the_stream_filter_reopens_the_stream_with_topicfilter_fields(live: Served, tab: Callable[..., Tab]) -> None:
     t = tab().open(live.url)
     page = t.page

@@ -472,3 +472,90 @@ def test_a_python_crash_under_any_command_gets_its_traceback_compressed() -> Non
     assert "[…/ = /srv/app/pkg/]" in c.text and "  …/mod5.py:15 in step5" in c.text
     assert "ValueError: bad payload: 'x'" in c.text and "starting worker" in c.text
     assert "result = step" not in c.text and "[… 6 lines omitted (traceback source) · expand {archive}]" in c.text
+
+
+def test_pnpm_install_keeps_what_it_added_and_drops_the_store_location() -> None:
+    deps = "".join(f"+ pkg-{k} 1.{k}.0\n" for k in range(5))
+    out = ("Progress: resolved 0, reused 0, downloaded 1, added 0\n"
+           "Packages are hard linked from the content-addressable store to the virtual store.\n"
+           "  Content-addressable store is at: /home/dev/.local/share/pnpm/store/v10\n"
+           "  Virtual store is at:             node_modules/.pnpm\n"
+           "Packages: +7\n+++++++\n"
+           "Progress: resolved 7, reused 0, downloaded 7, added 7, done\n\n"
+           f"dependencies:\n{deps}\nDone in 812ms using pnpm v10.4.1\n")
+    c = compress("pnpm install", out, "", 0)
+    assert c.pattern == "npm"
+    assert "Packages: +7" in c.text and "+ pkg-4 1.4.0" in c.text and "dependencies:" in c.text
+    assert {"Packages: +7", "+ pkg-0 1.0.0", "+ pkg-4 1.4.0"} <= set(c.must_keep)
+    for gone in ("store is at", "hard linked", "+++++++", "Progress:", "Done in"):
+        assert gone not in c.text
+    assert "[… 7 lines omitted (npm notices) · expand {archive}]" in c.text
+    again = compress("pnpm install", "Already up to date\nDone in 2ms using pnpm v10.4.1\n", "", 0)
+    assert "Already up to date" in again.text  # the result of a repeat install, never noise
+
+
+def test_yarn_add_keeps_the_direct_list_and_omits_the_all_list() -> None:
+    direct = ["left-pad@1.3.0", "chalk@4.1.2"]
+    every = ["ansi-styles@4.3.0", "chalk@4.1.2", "color-convert@2.0.1", "color-name@1.1.4", "has-flag@4.0.0",
+             "left-pad@1.3.0", "supports-color@7.2.0"]
+    tree = lambda names: "".join(f"{'└' if k == len(names) - 1 else '├'}─ {n}\n" for k, n in enumerate(names))
+    out = ("yarn add v1.22.22\n[1/4] Resolving packages...\n[2/4] Fetching packages...\n"
+           "success Saved lockfile.\nsuccess Saved 7 new dependencies.\n"
+           f"info Direct dependencies\n{tree(direct)}info All dependencies\n{tree(every)}Done in 1.52s.\n")
+    c = compress("yarn add left-pad chalk", out, "", 0)
+    assert "success Saved 7 new dependencies." in c.text and "├─ left-pad@1.3.0" in c.text and "└─ chalk@4.1.2" in c.text
+    assert {"left-pad@1.3.0", "chalk@4.1.2"} <= set(c.must_keep)
+    assert "info All dependencies" not in c.text and "color-convert" not in c.text
+    assert "8 all-dependencies list" in c.text and "yarn add v1" not in c.text and "Done in" not in c.text
+    # with no direct list (nothing says what was asked for), the one list stays
+    only_all = out.replace(f"info Direct dependencies\n{tree(direct)}", "")
+    assert "├─ color-convert@2.0.1" in compress("yarn add left-pad chalk", only_all, "", 0).text
+
+
+def test_script_echo_of_yarn_and_pnpm_selects_the_inner_tool_and_advice_is_dropped() -> None:
+    rows = "".join(f"  {k}:7  error  'unused{k}' is assigned a value but never used  no-unused-vars\n"
+                   for k in range(1, 9))
+    out = (f"yarn run v1.22.22\n$ eslint src\n\n/home/dev/app/src/a.js\n{rows}\n"
+           "✖ 8 problems (8 errors, 0 warnings)\n\n"
+           "info Visit https://yarnpkg.com/en/docs/cli/run for documentation about this command.\n")
+    c = compress("yarn lint", out, "error Command failed with exit code 1.\n", 1)
+    assert "$ eslint src" in c.text
+    assert "  3:7 error 'unused3' is assigned a value but never used [no-unused-vars]" in c.text  # eslint's rewrite
+    assert "info Visit" not in c.text and "yarnpkg.com" not in c.text  # fixed advice: no marker either
+    assert "error Command failed with exit code 1." in c.text and "[exit 1]" in c.text
+
+
+def test_node_uncaught_error_keeps_the_throw_and_project_frames_only() -> None:
+    internal = "".join(f"    at Module.{fn} (node:internal/modules/cjs/loader:{1200 + k}:14)\n"
+                       for k, fn in enumerate(["_compile", "load", "_load", "require"]))
+    err = ("$ node scripts/migrate.js\n/home/dev/app/scripts/migrate.js:12\n"
+           "    throw new Error(`unknown column: ${name}`);\n    ^\n\n"
+           "Error: unknown column: created_at\n"
+           "    at columnFor (/home/dev/app/scripts/migrate.js:12:11)\n"
+           "    at Array.map (<anonymous>)\n"
+           "    at Object.<anonymous> (/home/dev/app/scripts/migrate.js:20:3)\n"
+           "    at parse (/home/dev/app/node_modules/sql-parse/index.js:88:5)\n"
+           f"{internal}    at node:internal/main/run_main_module:28:49\n\nNode.js v20.11.0\n"
+           " ELIFECYCLE  Command failed with exit code 1.\n")
+    c = compress("pnpm run migrate", "", err, 1)
+    assert c.pattern == "npm"
+    for kept in ("/home/dev/app/scripts/migrate.js:12\n", "throw new Error(`unknown column: ${name}`);",
+                 "Error: unknown column: created_at", "(/home/dev/app/scripts/migrate.js:12:11)",
+                 "(/home/dev/app/scripts/migrate.js:20:3)", "Command failed with exit code 1."):
+        assert kept in c.text
+    assert "node:internal" not in c.text and "sql-parse" not in c.text and "Node.js v20" not in c.text
+    assert "6 node internal stack frames" in c.text and "2 caret, node version" in c.text
+
+
+def test_tap_expected_actual_are_repeats_only_when_the_message_compares_them() -> None:
+    def block(error: str) -> str:
+        return ("TAP version 13\nnot ok 1 - formats one hour\n  ---\n  duration_ms: 1.2\n"
+                "  location: '/home/dev/app/test/d.test.js:9:1'\n"
+                f"  error: |-\n{error}  expected: '60m'\n  actual: '1h'\n  operator: 'strictEqual'\n  ...\n"
+                "1..1\n# tests 1\n# pass 0\n# fail 1\n")
+    compared = compress("node --test", block("    Expected values to be strictly equal:\n\n    '1h' !== '60m'\n\n"), "", 1)
+    assert "'1h' !== '60m'" in compared.text and "expected: '60m'" not in compared.text
+    assert "3 expected/actual repeats" in compared.text
+    # the same values named in a message that does not compare them: the fields say what was compared
+    prose = compress("node --test", block("    got '1h' where the docs promise '60m'\n"), "", 1)
+    assert "expected: '60m'" in prose.text and "actual: '1h'" in prose.text

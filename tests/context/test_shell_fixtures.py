@@ -90,3 +90,16 @@ def test_markers_cost_less_than_the_lines_they_announce(path: Path) -> None:
     omitted = "\n".join(lines[k - 1] for o in c.omissions for a, b in o.ranges for k in range(a, b + 1))
     markers = "\n".join(m.group(0) for rx in (_INLINE, _FOOTER) for m in rx.finditer(c.text))
     assert count_tokens(markers.replace("{archive}", SAMPLE_ARCHIVE_ID)) < count_tokens(omitted)
+
+
+def test_corpus_covers_pnpm_and_yarn() -> None:
+    """pnpm and yarn are dispatched to the npm pattern: real captures of each (fresh and repeat
+    install, a failing test run, a build, a failing script), compressed by it, not the generic pass."""
+    fixtures = [_load(p) for p in CASES]
+    text = " | ".join(fx["command"] for fx in fixtures)
+    for family in ["pnpm install", "pnpm test", "pnpm run", "yarn install", "yarn add", "yarn test", "yarn run"]:
+        assert family in text, family
+    for fx in fixtures:
+        if fx["command"].split()[0] in {"pnpm", "yarn"}:
+            c = compress(fx["command"], fx["stdout"], fx["stderr"], fx["exit_code"])
+            assert c.pattern in {"npm", "raw"}, fx["name"]

@@ -15,23 +15,45 @@ from leanctx.context.shell.patterns.common import (
 )
 from leanctx.context.shell.text import squeeze_spaces
 
-__all__ = ["eslint", "jest", "npm", "tap", "tsc"]
+__all__ = ["eslint", "jest", "node_error", "npm", "tap", "tsc"]
 
 _INSTALL_NOISE = re.compile(
     r"^(?:npm notice|\d+ packages? (?:is|are) looking for funding|\s*run `npm fund`|"
-    r"Progress: resolved|Packages: [+-]|[+-]{5,}\s*$|Done in [\d.]+m?s|info (?:No lockfile|fsevents|Visit)|"
+    r"Progress: resolved|[+-]+\s*$|info (?:No lockfile|fsevents)|"
     r"\s*To address (?:all )?issues.*run:|\s*npm audit fix|Run `npm audit` for details|"
-    r"Lockfile is up to date|Already up to date|Resolving: total|Downloading registry|"
-    r"\[\d/\d\] (?:Resolving|Fetching|Linking|Building) )"
+    r"Lockfile is up to date|Resolving: total|Downloading registry|"
+    r"\[\d/\d\] (?:Resolving|Fetching|Linking|Building) |"
+    # pnpm, on the install that creates node_modules: where its store is (a machine setting)
+    r"Packages are (?:hard linked|copied|cloned) from the content-addressable store|"
+    r"\s*(?:Content-addressable|Virtual) store is at:)"
 )
+# the run's wall time ("Done in 0.13s.", "Done in 47ms using pnpm v12.21.0") and yarn's banner
+# ("yarn install v1.22.22", "yarn run v1.22.22"): no result, but a number or a version in them
+_TIMING = re.compile(r"^(?:Done in [\d.]+m?s\b.*|yarn \w[\w-]* v\d+\.\d+\.\d+)$")
+# yarn's fixed pointer to its docs, the same words for every run of a command
+_YARN_ADVICE = re.compile(r"^info Visit https://yarnpkg\.com/\S+ for documentation about this command\.$")
+# what an install did: npm's counts, pnpm's "Packages: +3 -1" and "+ name 1.2.3" lines, yarn's
+# "success ..." lines
+_INSTALL_RESULT = re.compile(
+    r"^(?:(?:added|removed|changed|audited|up to date)\b|Packages: [+-]\d|Already up to date\b|success |"
+    r"[+-] (?:@[\w.-]+/)?[\w.-]+ \d\S*(?: .*)?$)"
+)
+_YARN_TREE = re.compile(r"^[├└│]─ (\S+)")
 _DEPRECATED = re.compile(r"^(?:npm (?:warn|WARN) deprecated|warning .*deprecated|\s*WARN\s+deprecated) (\S+?)(?::| )")
 _SCRIPT_HEADER = re.compile(r"^> (\S+@\S+) (\S+)$")
+# yarn (v1) and pnpm echo the script they run as "$ command"
+_SCRIPT_ECHO = re.compile(r"^\$ (\S.*)$")
 
 
 def npm(b: Builder, ctx: Ctx) -> None:
     sub = ctx.cmd.sub
+    b.boilerplate(i for i, line in enumerate(b.lines) if _YARN_ADVICE.match(line))
+    timing = [i for i, line in enumerate(b.lines) if _TIMING.match(line)]
+    for i in timing:
+        b.release(i)  # the generic pass takes "Done in 0.1s" for a summary: it states no result
     if sub in {"install", "update", "uninstall", "remove", "ci", "add", "audit", "outdated", "dedupe"}:
         _install(b)
+        b.omit(timing, "npm notices", inline=False)
         return
     # npm test / npm run X / pnpm test: the script echo tells what ran
     inner = ""
@@ -42,7 +64,11 @@ def npm(b: Builder, ctx: Ctx) -> None:
         elif line.startswith("> ") and headers and not inner:
             inner = line[2:].strip()
             b.keep(i)
+        elif (m := _SCRIPT_ECHO.match(line)) and not inner:
+            inner = m.group(1).strip()
+            b.keep(i)
     b.omit(headers, "npm script header", inline=False)
+    b.omit(timing, "banner and timing", inline=False)
     for i, line in enumerate(b.lines):
         if line.startswith(("npm ERR!", "npm error", " ELIFECYCLE", "ERR_PNPM")):
             if re.search(r"A complete log of this run|Lifecycle script|^npm error\s*$", line):
@@ -58,6 +84,7 @@ def npm(b: Builder, ctx: Ctx) -> None:
             pattern = fn
     if pattern is not None:
         pattern(b, ctx)
+    node_error(b)
 
 
 def _install(b: Builder) -> None:
@@ -68,12 +95,69 @@ def _install(b: Builder) -> None:
             noise.append(i)
         elif m := _DEPRECATED.match(line):
             deprecated.append((i, m.group(1)))
-        elif re.match(r"^(?:added|removed|changed|audited|up to date)\b", line) or "vulnerabilit" in line:
+        elif _INSTALL_RESULT.match(line) or "vulnerabilit" in line:
             b.must_keep(i)
             b.keep(i)
+    _yarn_lists(b)
     if deprecated:
         b.represent([i for i, _ in deprecated], "deprecated: " + ", ".join(p for _, p in deprecated))
     b.omit(noise, "npm notices", inline=False)
+
+
+def _yarn_lists(b: Builder) -> None:
+    """yarn (v1) add/upgrade list the packages twice: ``info Direct dependencies`` (what was
+    asked for) then ``info All dependencies`` (those again, with every new transitive package).
+    The direct list is kept; the second list is omitted (its count is in ``success Saved N new
+    dependencies``). Without a direct list, the one list is kept."""
+    lists: dict[str, list[int]] = {}
+    current = ""
+    for i, line in enumerate(b.lines):
+        if line in {"info Direct dependencies", "info All dependencies"}:
+            current = line.split()[1]
+            lists[current] = [i]
+        elif current and _YARN_TREE.match(line):
+            lists[current].append(i)
+        else:
+            current = ""
+    direct, every = lists.get("Direct", []), lists.get("All", [])
+    for i in direct[1:]:
+        b.must_keep(i, _YARN_TREE.match(b.lines[i]).group(1))  # type: ignore[union-attr]
+    if direct and every:
+        b.omit(every, "all-dependencies list", inline=False)
+
+
+# node's report of an uncaught error: "file:line", the source line, a caret, the error, the
+# stack ("    at fn (file:line:col)") and "Node.js v20.1.0"
+_NODE_AT = re.compile(r"^\s+at (?:.+ \()?(\S+?:\d+:\d+)\)?$")
+_NODE_VERSION = re.compile(r"^Node\.js v\d+\.\d+\.\d+$")
+_NODE_HEADER = re.compile(r"^(?:file://)?(\S+\.[cm]?[jt]sx?):(\d+)$")
+
+
+def node_error(b: Builder) -> None:
+    """Node's uncaught-error report in a script's output: the location, the source line and the
+    error are kept, so are the stack frames in the project; the frames of node itself
+    (``node:internal/...``) and of node_modules, the caret under the source line and the
+    ``Node.js vX`` line are omitted."""
+    frames: list[int] = []
+    other: list[int] = []
+    for i in b.pending():
+        line = b.lines[i]
+        if m := _NODE_AT.match(line):
+            where = m.group(1)
+            if where.startswith("node:") or "node_modules/" in where:
+                frames.append(i)
+            else:
+                b.must_keep(i, where)
+                b.keep(i)
+        elif _NODE_VERSION.match(line):
+            other.append(i)
+        elif (m := _NODE_HEADER.match(line)) and i + 2 < b.n and re.match(r"^\s*\^+\s*$", b.lines[i + 2]):
+            b.must_keep(i)
+            b.keep(i)
+            b.keep(i + 1)  # the source line that threw
+            other.append(i + 2)
+    b.omit(frames, "node internal stack frames", inline=False)
+    b.omit(other, "caret, node version", inline=False)
 
 
 _TAP_OK = re.compile(r"^\s*ok \d+ - (.*)$")
@@ -135,7 +219,9 @@ def _tap_block(b: Builder, i: int, keep: bool, noise: list[int], repeats: list[i
     noise.append(i)
     i += 1
     key = ""
-    diff = False  # the error message shows "+ actual - expected" with both values
+    # the error message shows both values: "+ actual - expected" with a diff, or, for short
+    # values, the comparison itself ("'1h' !== '60m'")
+    diff = _compared_in_message(b, i, indent)
     while i < b.n:
         line = b.lines[i]
         s = line.strip()
@@ -166,6 +252,24 @@ def _tap_block(b: Builder, i: int, keep: bool, noise: list[int], repeats: list[i
             b.keep(i, short(line))
         i += 1
     return i
+
+
+def _compared_in_message(b: Builder, i: int, indent: int) -> bool:
+    """Whether the YAML block starting at ``i`` has an error message line ``<actual> <op>
+    <expected>`` made of its one-line ``actual:`` and ``expected:`` values."""
+    fields: dict[str, str] = {}
+    body: list[str] = []
+    while i < b.n and not (b.lines[i].strip() == "..." and len(b.lines[i]) - len(b.lines[i].lstrip()) == indent):
+        line = b.lines[i]
+        if len(line) - len(line.lstrip()) == indent and (km := re.match(r"^(\w+):\s*(.*)$", line.strip())):
+            fields[km.group(1)] = km.group(2)
+        else:
+            body.append(line.strip())
+        i += 1
+    actual, expected = fields.get("actual", ""), fields.get("expected", "")
+    if not actual or not expected or actual in {"|-", "|", ">-"} or expected in {"|-", "|", ">-"}:
+        return False
+    return any(re.fullmatch(rf"{re.escape(actual)} (?:!==|!=|===|==) {re.escape(expected)}", x) for x in body)
 
 
 _JEST_FRAME = re.compile(r"^\s*(>)?\s*\d+ \|(.*)$|^\s+\|\s*[\^~]+\s*$")

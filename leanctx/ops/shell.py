@@ -15,8 +15,8 @@ archive id replaces the ``{archive}`` placeholder, which can change the token co
 real exit code is returned; nothing omitted without an archive to expand it from.
 
 ``compress_captured`` is the same pipeline for output captured earlier (``lean-ctx
-compress --as CMD``); ``expand`` sends back an archive, whole or a head, tail, line range or
-the lines matching a regex (numbered), and records ``archive.expanded``.
+compress --as CMD``). Running the process is ``ops.process``; sending an archive back
+(``expand``) is ``ops.expand`` (both re-exported here).
 """
 
 from __future__ import annotations
@@ -24,20 +24,17 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import signal
-import subprocess
-import threading
-import time
-from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import msgspec
 
 from ..archive import ArchiveStore
-from ..commands.shell import ArchiveInfo, CheckShellBudget, ExpandArchive, RecordShell
+from ..commands.shell import ArchiveInfo, CheckShellBudget, RecordShell
 from ..context.secrets import redact, scrub
 from ..errors import InvalidInput
+from .expand import Expansion, expand, parse_line_range
+from .process import DEFAULT_MAX_OUTPUT_BYTES, TIMEOUT_EXIT_CODE, execute
 
 if TYPE_CHECKING:
     from ..app import LeanCtx
@@ -54,11 +51,6 @@ __all__ = [
     "run_shell",
 ]
 
-TIMEOUT_EXIT_CODE = 124  # as timeout(1) reports it
-DEFAULT_MAX_OUTPUT_BYTES = 8 * 1024 * 1024  # per stream; beyond it the middle is not kept
-KILL_GRACE_SECONDS = 2.0  # SIGTERM, then SIGKILL after this
-EOF_GRACE_SECONDS = 2.0  # after the process exits, how long background children may hold its pipes
-_CHUNK = 65536
 
 
 class ShellResult(msgspec.Struct, frozen=True):
@@ -82,17 +74,6 @@ class ShellResult(msgspec.Struct, frozen=True):
     @property
     def saved_tokens(self) -> int:
         return self.raw_tokens - self.sent_tokens
-
-
-class Expansion(msgspec.Struct, frozen=True):
-    archive_id: str
-    selector: str  # full | head:N | tail:N | lines:A-B | grep:RE
-    text: str
-    lines: int  # lines of the archive selected
-    total_lines: int  # lines in the archive
-    sent_tokens: int
-    truncated_lines: int = 0  # selected lines left out to stay under max_tokens (stated in text)
-    budget_warning: str | None = None
 
 
 # ----------------------------------------------------------------------------- secrets
@@ -141,136 +122,6 @@ def _budget_precheck(lc: "LeanCtx", actor: str | None, session_id: str | None, p
 
 
 # ----------------------------------------------------------------------------- running
-
-
-class _Reader(threading.Thread):
-    """Drains one pipe; keeps the first and last ``cap/2`` bytes and counts the rest."""
-
-    def __init__(self, fd: int, cap: int) -> None:
-        super().__init__(daemon=True)
-        self.fd = fd
-        self.half = max(cap // 2, 1)
-        self.head = bytearray()
-        self.tail: deque[bytes] = deque()
-        self.tail_bytes = 0
-        self.dropped = 0
-        self.lock = threading.Lock()
-
-    def run(self) -> None:
-        try:
-            while True:
-                chunk = os.read(self.fd, _CHUNK)
-                if not chunk:
-                    break
-                with self.lock:
-                    self._add(chunk)
-        except OSError:
-            pass
-        finally:
-            try:
-                os.close(self.fd)
-            except OSError:
-                pass
-
-    def _add(self, chunk: bytes) -> None:
-        room = self.half - len(self.head)
-        if room > 0:
-            self.head += chunk[:room]
-            chunk = chunk[room:]
-        if not chunk:
-            return
-        self.tail.append(chunk)
-        self.tail_bytes += len(chunk)
-        while self.tail_bytes > self.half:
-            first = self.tail[0]
-            excess = self.tail_bytes - self.half
-            if len(first) <= excess:
-                self.tail.popleft()
-                self.tail_bytes -= len(first)
-                self.dropped += len(first)
-            else:
-                self.tail[0] = first[excess:]
-                self.tail_bytes -= excess
-                self.dropped += excess
-
-    def text(self) -> str:
-        with self.lock:
-            head, tail, dropped = bytes(self.head), b"".join(self.tail), self.dropped
-        if not dropped:
-            return (head + tail).decode("utf-8", "replace")
-        h = head.decode("utf-8", "replace")
-        if not h.endswith("\n"):
-            h += "\n"
-        note = f"[lean-ctx: {dropped} bytes of output in the middle were not captured (over the capture limit)]\n"
-        return h + note + tail.decode("utf-8", "replace")
-
-
-class _Run(msgspec.Struct):
-    stdout: str
-    stderr: str
-    exit_code: int
-    duration_ms: float
-    timed_out: bool = False
-    note: str | None = None
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the process group, then SIGKILL it if it is still there after a grace period."""
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        proc.wait(KILL_GRACE_SECONDS)
-    except subprocess.TimeoutExpired:
-        pass
-    try:  # the leader may be gone while others in its group are not
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    proc.wait()
-
-
-def _execute(argv: list[str], cwd: str | None, env: dict[str, str], timeout: float | None, cap: int) -> _Run:
-    t0 = time.perf_counter()
-    try:
-        proc = subprocess.Popen(
-            argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            start_new_session=True,  # its own process group: a timeout kills every child it started
-        )
-    except FileNotFoundError:
-        return _Run("", f"lean-ctx: {argv[0]}: command not found\n", 127, (time.perf_counter() - t0) * 1000)
-    except PermissionError:
-        return _Run("", f"lean-ctx: {argv[0]}: permission denied\n", 126, (time.perf_counter() - t0) * 1000)
-    assert proc.stdout is not None and proc.stderr is not None
-    readers = [_Reader(os.dup(proc.stdout.fileno()), cap), _Reader(os.dup(proc.stderr.fileno()), cap)]
-    proc.stdout.close()
-    proc.stderr.close()
-    for r in readers:
-        r.start()
-    timed_out = False
-    note = None
-    try:
-        proc.wait(timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _kill_group(proc)
-        note = f"[timed out after {timeout:g}s: the command's process group was killed]"
-    except BaseException:  # Ctrl-C in the CLI: the child is in its own session and would not get it
-        _kill_group(proc)
-        raise
-    duration = (time.perf_counter() - t0) * 1000
-    deadline = time.monotonic() + EOF_GRACE_SECONDS
-    for r in readers:
-        r.join(max(0.0, deadline - time.monotonic()))
-    if any(r.is_alive() for r in readers):
-        extra = "[the command exited but processes it started in the background still hold its output; output after exit is not shown]"
-        note = f"{note}\n{extra}" if note else extra
-    code = TIMEOUT_EXIT_CODE if timed_out else proc.returncode
-    if code < 0:  # killed by a signal: report it the way a shell does
-        code = 128 - code
-    return _Run(readers[0].text(), readers[1].text(), code, duration, timed_out, note)
-
 
 def _argv_of(command: str | Sequence[str]) -> tuple[list[str], str]:
     """(argv to execute, the command line as text)."""
@@ -381,7 +232,7 @@ def run_shell(
         raise InvalidInput("SHELL_INVALID_CWD", f"{workdir!r} is not a directory; give an existing --cwd")
     env = {**os.environ, **{str(k): str(v) for k, v in (env_passthrough or {}).items()}}
     _budget_precheck(lc, actor, session_id, project, now)
-    run = _execute(argv, workdir, env, timeout, max_output_bytes)
+    run = execute(argv, workdir, env, timeout, max_output_bytes)
     pattern_command: str | list[str] = argv_or_string if isinstance(argv_or_string, str) else argv
     return _process(
         lc, command_text=command_text, pattern_command=pattern_command, stdout=run.stdout, stderr=run.stderr,
@@ -419,112 +270,3 @@ def compress_captured(
         exit_code=exit_code, duration_ms=0.0, captured=True, notes=[], raw=False, actor=actor,
         session_id=session_id, project=project, now=now, encoding=encoding,
     )
-
-
-# ----------------------------------------------------------------------------- expand
-
-_RANGE = re.compile(r"^\s*(\d+)\s*(?:[-:]\s*(\d+)?\s*)?$")
-
-
-def parse_line_range(spec: str) -> tuple[int, int | None]:
-    """``"A-B"`` → (A, B); ``"A-"`` → (A, None: to the end); ``"A"`` → (A, A). 1-based, inclusive."""
-    m = _RANGE.match(spec)
-    if not m:
-        raise InvalidInput("EXPAND_INVALID_RANGE", f"{spec!r} is not a line range; use A-B (e.g. 120-180), A- or A")
-    a = int(m.group(1))
-    b = None if (m.group(2) is None and ("-" in spec or ":" in spec)) else int(m.group(2) or a)
-    if a < 1 or (b is not None and b < a):
-        raise InvalidInput("EXPAND_INVALID_RANGE", f"{spec!r}: lines are numbered from 1 and A must not exceed B")
-    return a, b
-
-
-def _select(lines: list[str], head: int | None, tail: int | None, line_range: str | None,
-            grep: str | None) -> tuple[str, list[tuple[int, str]], bool]:
-    """(selector, [(1-based number, line)], numbered?)."""
-    given = [k for k, v in (("head", head), ("tail", tail), ("lines", line_range), ("grep", grep)) if v is not None]
-    if len(given) > 1:
-        raise InvalidInput("EXPAND_ONE_SELECTOR", f"use one of --head, --tail, --lines, --grep (got {', '.join(given)})")
-    numbered = list(enumerate(lines, 1))
-    if head is not None:
-        if head < 0:
-            raise InvalidInput("EXPAND_INVALID_COUNT", "--head takes a non-negative number of lines")
-        return f"head:{head}", numbered[:head], False
-    if tail is not None:
-        if tail < 0:
-            raise InvalidInput("EXPAND_INVALID_COUNT", "--tail takes a non-negative number of lines")
-        return f"tail:{tail}", numbered[len(numbered) - tail :] if tail else [], False
-    if line_range is not None:
-        a, b = parse_line_range(line_range)
-        end = len(lines) if b is None else min(b, len(lines))
-        return f"lines:{a}-{'' if b is None else b}", numbered[a - 1 : end], True
-    if grep is not None:
-        try:
-            rx = re.compile(grep)
-        except re.error as exc:
-            raise InvalidInput("EXPAND_INVALID_REGEX", f"--grep {grep!r} is not a valid regular expression: {exc}") from None
-        return f"grep:{grep}", [(k, ln) for k, ln in numbered if rx.search(ln)], True
-    return "full", numbered, False
-
-
-def expand(
-    lc: "LeanCtx",
-    archive_id: str,
-    head: int | None = None,
-    tail: int | None = None,
-    lines: str | None = None,
-    grep: str | None = None,
-    *,
-    max_tokens: int | None = None,
-    actor: str | None = None,
-    session_id: str | None = None,
-    project: str | None = None,
-    now: float | None = None,
-    encoding: str = "o200k_base",
-) -> Expansion:
-    """Send back an archive: whole, ``head`` / ``tail`` N lines, a line range ``"A-B"`` or the
-    lines matching the regex ``grep``. Line ranges and grep results are numbered ``N:line``
-    (the numbers of the omission markers). With ``max_tokens`` the selection is cut at a line
-    boundary and the text says which lines were left out and how to get them."""
-    from ..context.tokens import count_tokens
-
-    archive_id = archive_id.strip()
-    text = ArchiveStore.beside(lc.db).get(archive_id)
-    all_lines = text.split("\n")
-    if all_lines and all_lines[-1] == "":
-        all_lines.pop()
-    selector, chosen, numbered = _select(all_lines, head, tail, lines, grep)
-    rendered = [f"{k}:{ln}" if numbered else ln for k, ln in chosen]
-    truncated = 0
-    if max_tokens is not None and rendered:
-        if max_tokens < 1:
-            raise InvalidInput("EXPAND_INVALID_COUNT", "--max-tokens must be positive")
-        budget, kept = max_tokens, []
-        for k, line in enumerate(rendered):
-            cost = count_tokens(line + "\n", encoding)
-            if cost > budget and kept:
-                break
-            kept.append(line)
-            budget -= cost
-            if budget <= 0:
-                break
-        truncated = len(rendered) - len(kept)
-        if truncated:
-            first = chosen[len(kept)][0]
-            last = chosen[-1][0]
-            kept.append(f"[… {truncated} more selected lines not sent (over {max_tokens} tokens) · "
-                        f"expand {archive_id} --lines {first}-{last}]")
-        rendered = kept
-    body = "\n".join(rendered)
-    if grep is not None and not chosen:
-        body = f"[no line of {archive_id} matches {grep!r}]"
-    sent = count_tokens(body, encoding)
-    red = redact(selector)  # a regex the agent typed could itself hold a secret
-    res = lc.bus.dispatch(
-        ExpandArchive(archive_id=archive_id, selector=red.text, sent_tokens=sent),
-        actor=actor, session_id=session_id, project=project, now=now,
-    ).value
-    warning = res.budget.warning_line if res.budget is not None else None
-    if warning:
-        body = f"{body}\n[{warning}]"
-    return Expansion(archive_id=archive_id, selector=red.text, text=body, lines=len(chosen),
-                     total_lines=len(all_lines), sent_tokens=sent, truncated_lines=truncated, budget_warning=warning)

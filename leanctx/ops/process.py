@@ -1,0 +1,152 @@
+"""Running a command for ctx_shell: its own session and process group, stdin closed, stdout
+and stderr drained by threads that keep the first and last half of ``cap`` bytes each (the
+middle is counted and said to be missing), a timeout that kills the whole group (SIGTERM, then
+SIGKILL; exit code 124), and shell-style exit codes for signals (128 + N)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections import deque
+
+import msgspec
+
+__all__ = ["DEFAULT_MAX_OUTPUT_BYTES", "TIMEOUT_EXIT_CODE", "Run", "execute"]
+
+TIMEOUT_EXIT_CODE = 124  # as timeout(1) reports it
+DEFAULT_MAX_OUTPUT_BYTES = 8 * 1024 * 1024  # per stream; beyond it the middle is not kept
+KILL_GRACE_SECONDS = 2.0  # SIGTERM, then SIGKILL after this
+EOF_GRACE_SECONDS = 2.0  # after the process exits, how long background children may hold its pipes
+_CHUNK = 65536
+
+
+class _Reader(threading.Thread):
+    """Drains one pipe; keeps the first and last ``cap/2`` bytes and counts the rest."""
+
+    def __init__(self, fd: int, cap: int) -> None:
+        super().__init__(daemon=True)
+        self.fd = fd
+        self.half = max(cap // 2, 1)
+        self.head = bytearray()
+        self.tail: deque[bytes] = deque()
+        self.tail_bytes = 0
+        self.dropped = 0
+        self.lock = threading.Lock()
+
+    def run(self) -> None:
+        try:
+            while True:
+                chunk = os.read(self.fd, _CHUNK)
+                if not chunk:
+                    break
+                with self.lock:
+                    self._add(chunk)
+        except OSError:
+            pass
+        finally:
+            try:
+                os.close(self.fd)
+            except OSError:
+                pass
+
+    def _add(self, chunk: bytes) -> None:
+        room = self.half - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if not chunk:
+            return
+        self.tail.append(chunk)
+        self.tail_bytes += len(chunk)
+        while self.tail_bytes > self.half:
+            first = self.tail[0]
+            excess = self.tail_bytes - self.half
+            if len(first) <= excess:
+                self.tail.popleft()
+                self.tail_bytes -= len(first)
+                self.dropped += len(first)
+            else:
+                self.tail[0] = first[excess:]
+                self.tail_bytes -= excess
+                self.dropped += excess
+
+    def text(self) -> str:
+        with self.lock:
+            head, tail, dropped = bytes(self.head), b"".join(self.tail), self.dropped
+        if not dropped:
+            return (head + tail).decode("utf-8", "replace")
+        h = head.decode("utf-8", "replace")
+        if not h.endswith("\n"):
+            h += "\n"
+        note = f"[lean-ctx: {dropped} bytes of output in the middle were not captured (over the capture limit)]\n"
+        return h + note + tail.decode("utf-8", "replace")
+
+
+class Run(msgspec.Struct):
+    stdout: str
+    stderr: str
+    exit_code: int
+    duration_ms: float
+    timed_out: bool = False
+    note: str | None = None
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the process group, then SIGKILL it if it is still there after a grace period."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(KILL_GRACE_SECONDS)
+    except subprocess.TimeoutExpired:
+        pass
+    try:  # the leader may be gone while others in its group are not
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()
+
+
+def execute(argv: list[str], cwd: str | None, env: dict[str, str], timeout: float | None, cap: int) -> Run:
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.Popen(
+            argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            start_new_session=True,  # its own process group: a timeout kills every child it started
+        )
+    except FileNotFoundError:
+        return Run("", f"lean-ctx: {argv[0]}: command not found\n", 127, (time.perf_counter() - t0) * 1000)
+    except PermissionError:
+        return Run("", f"lean-ctx: {argv[0]}: permission denied\n", 126, (time.perf_counter() - t0) * 1000)
+    assert proc.stdout is not None and proc.stderr is not None
+    readers = [_Reader(os.dup(proc.stdout.fileno()), cap), _Reader(os.dup(proc.stderr.fileno()), cap)]
+    proc.stdout.close()
+    proc.stderr.close()
+    for r in readers:
+        r.start()
+    timed_out = False
+    note = None
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill_group(proc)
+        note = f"[timed out after {timeout:g}s: the command's process group was killed]"
+    except BaseException:  # Ctrl-C in the CLI: the child is in its own session and would not get it
+        _kill_group(proc)
+        raise
+    duration = (time.perf_counter() - t0) * 1000
+    deadline = time.monotonic() + EOF_GRACE_SECONDS
+    for r in readers:
+        r.join(max(0.0, deadline - time.monotonic()))
+    if any(r.is_alive() for r in readers):
+        extra = "[the command exited but processes it started in the background still hold its output; output after exit is not shown]"
+        note = f"{note}\n{extra}" if note else extra
+    code = TIMEOUT_EXIT_CODE if timed_out else proc.returncode
+    if code < 0:  # killed by a signal: report it the way a shell does
+        code = 128 - code
+    return Run(readers[0].text(), readers[1].text(), code, duration, timed_out, note)

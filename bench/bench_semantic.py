@@ -44,7 +44,7 @@ LABELLED: list[tuple[str, tuple[str, ...]]] = [
     ("authenticate a package sent between machines with a shared secret", ("leanctx/envelope.py",)),
     ("refuse to overwrite a file that changed since it was last looked at", ("leanctx/ops/edit.py",)),
     ("take over work whose owner stopped renewing it",
-     ("leanctx/commands/tasks.py", "leanctx/projections/tasks.py")),
+     ("leanctx/commands/tasks.py", "leanctx/commands/task_leases.py", "leanctx/projections/tasks.py")),
     ("how many tokens does a piece of text cost", ("leanctx/context/tokens.py",)),
     ("reject requests coming from another web site", ("leanctx/api/http/security.py",)),
     ("what an assistant gets back after its conversation memory was cut short",

@@ -211,10 +211,30 @@ class SqliteEventStore(EventStore):
         self._closed = False
         try:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            self._writer = self._connect(readonly=False)
-            self._ensure_schema()
+            self._open_writer()
         except (apsw.Error, OSError) as exc:
             raise StoreError("STORE_OPEN_FAILED", f"cannot open the event log at {self.path}: {exc}") from exc
+
+    def _open_writer(self) -> None:
+        """The write connection, in WAL mode, with the schema. Some lock states at open (another
+        process setting up the WAL index, or closing the last connection and checkpointing)
+        answer SQLITE_BUSY without consulting the busy handler: those are retried until the
+        busy timeout."""
+        deadline = time.monotonic() + self.busy_timeout_ms / 1000
+        delay = 0.005
+        while True:
+            conn = None
+            try:
+                conn = self._writer = self._connect(readonly=False)
+                self._ensure_schema()
+                return
+            except apsw.BusyError:
+                if conn is not None:
+                    conn.close()
+                if time.monotonic() + delay > deadline:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 0.1)
 
     # --- connections ---------------------------------------------------------------
     def _connect(self, readonly: bool) -> apsw.Connection:

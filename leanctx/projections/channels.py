@@ -271,10 +271,32 @@ def last_messages(conn: Any, channel: str, n: int, *, reader: str | None = None)
 
 def recent_messages(conn: Any, n: int) -> list[MessageView]:
     """The last ``n`` messages of every channel, directed ones included (an operator's view),
-    oldest first by log position."""
-    rows = conn.execute(
-        f"SELECT {_MSG_COLS} FROM channel_messages ORDER BY position DESC LIMIT ?", (max(0, int(n)),)
+    oldest first by log position.
+
+    Read through the primary key (channel, seq) rather than by sorting the whole table on
+    ``position``: within a channel seq order is log order (seq is ``last_seq + 1`` in the
+    appending transaction), so the last ``n`` overall are among the last ``n`` of each channel.
+    Channels are found with a skip-scan of the key and visited newest first, and a channel
+    whose last message is older than the ``n`` kept so far is not read at all."""
+    n = max(0, int(n))
+    if not n:
+        return []
+    channels = conn.execute(
+        "WITH RECURSIVE ch(name) AS (SELECT min(channel) FROM channel_messages"
+        " UNION ALL SELECT (SELECT min(channel) FROM channel_messages WHERE channel > ch.name) FROM ch"
+        " WHERE ch.name IS NOT NULL)"
+        " SELECT name, (SELECT position FROM channel_messages m WHERE m.channel = ch.name ORDER BY seq DESC LIMIT 1)"
+        " AS last FROM ch WHERE name IS NOT NULL ORDER BY last DESC"
     ).fetchall()
+    rows: list[tuple[Any, ...]] = []
+    for name, last in channels:
+        if len(rows) >= n and last < rows[n - 1][2]:
+            break  # every later channel is older still
+        rows += conn.execute(
+            f"SELECT {_MSG_COLS} FROM channel_messages WHERE channel = ? ORDER BY seq DESC LIMIT ?", (name, n)
+        ).fetchall()
+        rows.sort(key=lambda r: r[2], reverse=True)
+        del rows[n:]
     return [_message(r) for r in reversed(rows)]
 
 
@@ -299,7 +321,8 @@ def unread_count(conn: Any, channel: str, reader: str) -> int:
 def _info(conn: Any, name: str, row: tuple[Any, ...] | None, reader: str | None,
           everything: bool = False) -> ChannelInfo:
     where, params = ("1", []) if everything else _visible(reader)
-    visible = conn.execute(
+    posted = last_seq(conn, name)
+    visible = posted if everything else conn.execute(  # seq is gap-free: all of them is the last seq
         f"SELECT count(*) FROM channel_messages WHERE channel = ? AND {where}", (name, *params)
     ).fetchone()[0]
     last_row = conn.execute(
@@ -310,7 +333,7 @@ def _info(conn: Any, name: str, row: tuple[Any, ...] | None, reader: str | None,
     topic, members, created_by, created_at = row if row else (None, "[]", None, None)
     return ChannelInfo(
         name=name, topic=topic, members=_list_dec.decode(members), created_by=created_by, created_at=created_at,
-        implicit=row is None, messages=visible, last_seq=last_seq(conn, name),
+        implicit=row is None, messages=visible, last_seq=posted,
         unread=unread_count(conn, name, reader) if reader is not None else None, last=last[0] if last else None,
     )
 

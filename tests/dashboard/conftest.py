@@ -118,7 +118,7 @@ def python_module(n: int, funcs: int = 40) -> str:
 
 def fill_project(p: Project) -> None:
     """Two agents, messages in two channels, tasks with a dependency, a claim, a lock, reads in
-    several modes (one with negative savings), a shell command, and budgets at 80-100 % and
+    several modes (one with negative savings, one that bounces), a shell command, and budgets at 80-100 % and
     past 100 % (set from the tokens the agents really used). Calls that do not depend on each
     other run at once (each is still its own process and its own write transaction)."""
     p.write("src/mod0.py", python_module(0))
@@ -138,7 +138,9 @@ def fill_project(p: Project) -> None:
                 "--category", "finding"),
                ("a1", "chat", "task", "create", "--id", "later", "--title", "test the parser", "--depends-on", "base"),
                ("a1", "read", "README.md", "--mode", "map"))
-    p.parallel(("a1", "chat", "task", "claim", "base"))
+    # a full read of what a1 just read as a map: the map read bounces (its savings are retracted)
+    p.parallel(("a1", "chat", "task", "claim", "base"),
+               ("a1", "read", "README.md", "--mode", "full"))
     # budgets from what was really used: a1 at ~90 % (warning), a2 at ~200 % (exceeded)
     used = {a: json.loads(p.cli("agent", "budget", "--json", agent=a).stdout)["used"] for a in ("a1", "a2")}
     assert used["a1"] > 0 and used["a2"] > 0, used

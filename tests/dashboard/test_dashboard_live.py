@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+import httpx
+
 from leanctx.projections.scent import decay
 
 from .conftest import Served, Tab, copy_docs_screenshot, wait_until
@@ -77,6 +79,7 @@ def test_page_loads_every_panel_without_a_console_error(live: Served, tab: Calla
 
 def test_a_message_posted_through_the_cli_appears_in_the_stream_within_2s(live: Served,
                                                                           tab: Callable[..., Tab]) -> None:
+    backfilled = live.state()["messages"]
     t = tab().open(live.url)
     title = f"live message {time.time_ns()}"
     live.project.cli("chat", "post", "--title", title, "--body", "from the test", agent="a2")
@@ -88,6 +91,10 @@ def test_a_message_posted_through_the_cli_appears_in_the_stream_within_2s(live: 
     assert item.get_attribute("data-kind") == "message.posted"
     # newest first
     assert t.page.locator("[data-testid=stream-item]").first.inner_text() == item.inner_text()
+    # only what arrived live is highlighted, not the backfill the stream opened with
+    assert "fresh" in item.get_attribute("class").split()
+    old = t.page.locator(f"[data-testid=stream-item][data-position='{backfilled[-1]['position']}']")
+    assert "fresh" not in old.get_attribute("class").split()
     assert t.watch.problems() == []
 
 
@@ -273,6 +280,11 @@ def test_budget_gauges_colour_the_80_and_100_percent_thresholds(live: Served, ta
         colours[level] = fill.evaluate("e => getComputedStyle(e).backgroundColor")
         width = fill.evaluate("e => e.getBoundingClientRect().width / e.parentElement.getBoundingClientRect().width")
         assert (0.8 <= width <= 1.0) if level == "warning" else width > 0.99
+        # a valid meter for assistive technology: its value within its range, the text saying how far
+        assert gauge.get_attribute("role") == "meter"
+        now, top = int(gauge.get_attribute("aria-valuenow")), int(gauge.get_attribute("aria-valuemax"))
+        assert 0 < now <= top and (now == top) == (level == "exceeded")
+        assert re.fullmatch(r"[\d,]+ of [\d,]+ tokens \(\d+%\)", gauge.get_attribute("aria-valuetext"))
     assert colours["warning"] != colours["exceeded"]
 
 
@@ -329,3 +341,83 @@ def test_light_and_dark_themes_render_and_the_choice_is_kept(live: Served, tab: 
     light.page.wait_for_selector("html[data-loaded='true']")
     assert light.page.get_attribute("html", "data-theme") == "dark"
     assert light.watch.problems() == [] and dark.watch.problems() == []
+
+
+def test_bounces_are_counted_and_the_bounced_file_is_listed(live: Served, tab: Callable[..., Tab]) -> None:
+    t = tab().open(live.url)
+    page = t.page
+    sv = live.state()["savings"]
+    assert sv["totals"]["bounces"] >= 1, "the fixture's full read after a map read must bounce"
+    assert page.inner_text("[data-testid=total-bounces]") == f"{sv['totals']['bounces']:,}"
+    rows = page.locator("[data-testid=bounced-files] tbody tr")
+    assert rows.count() == len(sv["bounced_files"])
+    first = sv["bounced_files"][0]
+    assert rows.first.locator("td").nth(0).inner_text() == first["path"] == "README.md"
+    assert rows.first.locator("td").nth(1).inner_text() == first["mode"] == "map"
+    # the read row of the per-tool table shows its bounce, marked
+    cell = page.locator("[data-testid=savings-by-tool-row][data-group=read] td.bounce")
+    assert cell.count() == 1 and cell.inner_text().startswith(f"{first['bounces']} (")
+    assert t.watch.problems() == []
+
+
+def _set_hidden(page: Any, hidden: bool) -> None:
+    page.evaluate("h => { Object.defineProperty(document, 'hidden', {configurable: true, get: () => h});"
+                  " document.dispatchEvent(new Event('visibilitychange')); }", hidden)
+
+
+def test_a_hidden_tab_fetches_no_snapshot_and_catches_up_when_shown(live: Served, tab: Callable[..., Tab]) -> None:
+    t = tab().open(live.url)
+    page = t.page
+    asked: list[str] = []
+    page.on("request", lambda r: asked.append(r.url) if "/v1/dashboard/state" in r.url else None)
+    _set_hidden(page, True)
+    page.wait_for_timeout(400)  # a refresh already scheduled may still run
+    asked.clear()
+    agent = f"hidden{time.time_ns() % 10**9}"
+    live.project.cli("agent", "register", "--type", "codex", agent=agent)
+    live.project.cli("chat", "post", "--title", "while hidden", "--body", "the stream still follows", agent=agent)
+    page.locator("[data-testid=stream-item]", has_text="while hidden").wait_for(timeout=3000)
+    page.wait_for_timeout(800)
+    assert asked == []  # events arrived, but no snapshot was built for a tab nobody looks at
+    assert page.locator(f"[data-testid=agent-row][data-agent-id='{agent}']").count() == 0
+    _set_hidden(page, False)
+    page.wait_for_selector(f"[data-testid=agent-row][data-agent-id='{agent}']", timeout=3000)
+    assert len(asked) >= 1
+    assert t.watch.problems() == []
+
+
+def test_a_burst_of_events_costs_a_few_snapshots_and_the_last_one_is_current(live: Served,
+                                                                            tab: Callable[..., Tab]) -> None:
+    t = tab().open(live.url)
+    page = t.page
+    asked: list[float] = []
+    page.on("request", lambda r: asked.append(time.monotonic()) if "/v1/dashboard/state" in r.url else None)
+    with httpx.Client(base_url=live.url, timeout=10) as c:
+        r = c.post("/v1/agents/register", json={"agent_type": "claude", "role": "burst"})
+        assert r.status_code == 200, r.text
+        who = {"X-Agent-Token": r.json()["agent_token"]}
+        asked.clear()
+        began = time.monotonic()
+        for i in range(150):
+            assert c.post("/v1/chat/post", json={"title": f"burst {i}", "body": "b"}, headers=who).status_code == 200
+    head = live.state()["head"]["position"]
+    page.wait_for_selector(f"html[data-head='{head}']", timeout=5000)  # the last snapshot has the last event
+    page.wait_for_timeout(600)
+    window = time.monotonic() - began
+    # at most one snapshot per debounce interval (250 ms), never one per event
+    assert 1 <= len(asked) <= window / 0.25 + 2, (len(asked), window)
+    page.locator("[data-testid=stream-item]", has_text="burst 149").wait_for(timeout=3000)
+    assert page.locator("[data-testid=stream-item]").count() <= 200  # the stream keeps a bounded list
+    assert t.watch.problems() == []
+
+
+def test_keyboard_focus_survives_a_refresh(live: Served, tab: Callable[..., Tab]) -> None:
+    t = tab().open(live.url)
+    page = t.page
+    page.focus("[data-testid=channel][data-channel=backend]")
+    head = page.get_attribute("html", "data-head")
+    live.project.cli("chat", "post", "--title", "refresh me", "--body", "focus stays", agent="a1")
+    page.wait_for_function(f"() => document.documentElement.dataset.head !== '{head}'", timeout=3000)
+    focused = page.evaluate("() => [document.activeElement.dataset.testid, document.activeElement.dataset.channel]")
+    assert focused == ["channel", "backend"]
+    assert t.watch.problems() == []

@@ -108,3 +108,35 @@ def test_the_header_shows_when_the_server_goes_away(fresh: Callable[..., Served]
     t.page.wait_for_selector("[data-testid=connection][data-state=down]", timeout=5000)
     assert "disconnected" in t.page.inner_text("[data-testid=connection]")
     assert t.watch.errors == []  # the retries raise nothing uncaught
+
+
+def test_a_token_with_url_characters_survives_the_fragment_and_the_redirect_file(
+        fresh: Callable[..., Served], tab: Callable[..., Tab]) -> None:
+    from leanctx.api.cli.serve_cmd import browser_target, dashboard_url
+
+    tricky = "plus+slash/eq=amp&pct%hash#-0123"
+    s = fresh(token=tricky)
+    s.project.cli("agent", "register", "--type", "claude", agent="u1")
+    url = dashboard_url(s.url, tricky)  # what `lean-ctx dashboard` prints
+    t = tab().open(url)
+    assert t.page.evaluate("() => sessionStorage.getItem('lean-ctx-token')") == tricky
+    assert "token" not in t.page.url
+    t.page.wait_for_selector("[data-testid=agent-row][data-agent-id=u1]")
+    # typed by hand, a `+` is a plus (not a space, as form data would have it)
+    plain = "raw+plus/and=eq-0123456789"
+    s2 = fresh(token=plain)
+    t2 = tab().open(s2.url + "/#token=" + plain)
+    assert t2.page.evaluate("() => sessionStorage.getItem('lean-ctx-token')") == plain
+    # what --open hands the browser: a private file that redirects to the address
+    made: list[Path] = []
+    target = browser_target(url, tricky, made)
+    try:
+        t3 = tab()
+        t3.page.goto(target)
+        t3.page.wait_for_selector("[data-testid=connection][data-state=live]", timeout=10_000)
+        assert t3.page.url == s.url + "/"
+        assert t3.page.evaluate("() => sessionStorage.getItem('lean-ctx-token')") == tricky
+    finally:
+        for f in made:
+            f.unlink()
+    assert t.watch.problems() == [] and t2.watch.problems() == [] and t3.watch.problems() == []

@@ -91,18 +91,51 @@ def dashboard_cmd(
     With a --token the printed address carries it in the fragment (#token=...), which the page
     keeps for its requests and browsers never send to a server."""
     config = _config(ctx, host, port, token, allow_host, None, None, allow_exec, mcp)
+    opened: list[Path] = []
 
     def ready(bound: int) -> None:
-        url = _url(config, bound) + "/" + (f"#token={config.token}" if config.token else "")
+        url = dashboard_url(_url(config, bound), config.token)
         sys.stdout.write(f"dashboard: {url}\n")
         sys.stdout.flush()
         if open_:
             import webbrowser
 
-            if not webbrowser.open(url):
+            target = browser_target(url, config.token, opened)
+            if not webbrowser.open(target):
                 sys.stderr.write("no browser could be opened here; open the address above\n")
 
-    _run(config, log_level, "the dashboard", on_ready=ready)
+    try:
+        _run(config, log_level, "the dashboard", on_ready=ready)
+    finally:
+        for f in opened:
+            f.unlink(missing_ok=True)
+
+
+def dashboard_url(base: str, token: Optional[str]) -> str:
+    """The page's address; with a token, in the fragment, percent-encoded (a token may hold
+    ``+``, ``&``, ``#`` or ``%``, which a fragment would otherwise change or cut)."""
+    from urllib.parse import quote
+
+    return base + "/" + (f"#token={quote(token, safe='')}" if token else "")
+
+
+def browser_target(url: str, token: Optional[str], made: list[Path]) -> str:
+    """What to hand the browser: the address itself without a token; with one, a private (0600)
+    file that redirects to it, so the token is not on the browser's command line, which every
+    local user can read (``ps``). The file is listed in ``made`` and removed when serving ends."""
+    if not token:
+        return url
+    import html
+    import os
+    import tempfile
+
+    fd, name = tempfile.mkstemp(prefix="lean-ctx-dashboard-", suffix=".html")  # 0600
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write('<!doctype html><meta charset="utf-8"><meta name="referrer" content="no-referrer">'
+                f'<meta http-equiv="refresh" content="0; url={html.escape(url, quote=True)}">'
+                f'<title>lean-ctx dashboard</title><a href="{html.escape(url, quote=True)}">open the dashboard</a>\n')
+    made.append(Path(name))
+    return Path(name).as_uri()
 
 
 def attach(app: typer.Typer) -> None:

@@ -10,9 +10,11 @@ never send to a server, and keeps it in ``sessionStorage``).
 Data: ``GET /v1/dashboard/state`` is one consistent snapshot of the projections (agents with
 their budgets, tasks, path locks, the scent field, channels and recent messages, savings by
 tool / mode / command family / agent, a time series, bounces, the latest Context Proof with
-its recorded verification). The page keeps it live with the log's SSE stream (``GET /v1/events``): any new event schedules a fresh snapshot, and the message
-panel shows the stream itself, filtered by ``TopicFilter`` fields. Scent intensities decay in
-the browser between snapshots with the same half-life formula as ``projections.scent``.
+its recorded verification). The page keeps it live with the log's SSE stream
+(``GET /v1/events``): any new event schedules a fresh snapshot, and the message panel shows the
+stream itself, filtered by ``TopicFilter`` fields. The savings panel, the one part whose cost
+grows with the log, is recomputed only when a savings row was added. Scent intensities decay
+in the browser between snapshots with the same half-life formula as ``projections.scent``.
 Events search, lineage and proof actions use their own routes (``/v1/events/search``,
 ``/v1/events/lineage/{position}``, ``POST /v1/proof``, ``POST /v1/proof/verify``).
 """
@@ -20,7 +22,7 @@ Events search, lineage and proof actions use their own routes (``/v1/events/sear
 from __future__ import annotations
 
 import hashlib
-import math
+import weakref
 from importlib import resources
 from typing import Any
 
@@ -29,7 +31,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from ... import proof_store
-from ...clock import iso
+from ...clock import iso, parse
 from ...errors import NotFound
 from ...projections import savings as sv
 from ...projections.agents import AgentView, list_agents
@@ -54,7 +56,7 @@ ASSETS = {  # served file -> content type; nothing else under static/ is reachab
     "dashboard.css": "text/css; charset=utf-8",
     "favicon.svg": "image/svg+xml",
 }
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self';"
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self';"
        " font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 RECENT_MESSAGES = 50
 MAX_SERIES_POINTS = 60
@@ -163,23 +165,66 @@ def _bucket(span: float) -> int:
 
 
 def savings_series(conn: Any) -> tuple[int, list[SeriesPoint]]:
-    """Raw and sent tokens per time bucket, the bucket chosen so at most ~60 points cover the
-    log's whole span (1 s up to a week)."""
-    first = conn.execute("SELECT MIN(ts), MAX(ts) FROM savings_calls").fetchone()
-    if not first or first[0] is None:
+    """Calls, raw and sent tokens per time bucket, the bucket chosen so at most ~60 points cover
+    the log's whole span (1 s up to a week). Aggregated by SQLite (the bucket of a row is
+    computed in the query), so a refresh does not bring every row into Python. ``calls``
+    counts distinct calls like the reports do (a read of several files is one call)."""
+    lo, hi = conn.execute("SELECT MIN(ts), MAX(ts) FROM savings_calls").fetchone()
+    if lo is None:
         return BUCKETS[0], []
-    from ...clock import parse
+    size = _bucket(parse(hi) - parse(lo))
+    # whole seconds suffice (a bucket is a whole number of seconds: the fraction never moves a
+    # row to another bucket); sv._CALL is the reports' count of distinct calls
+    rows = conn.execute(
+        f"SELECT CAST(strftime('%s', ts) AS INTEGER) / ?1 * ?1 AS t, {sv._CALL},"
+        " SUM(baseline_tokens), SUM(sent_tokens) FROM savings_calls GROUP BY t ORDER BY t",
+        (size,),
+    )
+    return size, [SeriesPoint(t, c, r, s) for t, c, r, s in rows]
 
-    lo, hi = parse(first[0]), parse(first[1])
-    size = _bucket(hi - lo)
-    acc: dict[float, list[int]] = {}
-    for ts, raw, sent in conn.execute("SELECT ts, baseline_tokens, sent_tokens FROM savings_calls ORDER BY position"):
-        t = math.floor(parse(ts) / size) * size
-        row = acc.setdefault(t, [0, 0, 0])
-        row[0] += 1
-        row[1] += raw
-        row[2] += sent
-    return size, [SeriesPoint(t, c, r, s) for t, (c, r, s) in sorted(acc.items())]
+
+def savings_panel(conn: Any) -> SavingsPanel:
+    """The savings part of the snapshot: a pure function of the savings tables."""
+    size, series = savings_series(conn)
+    totals = sv.report(conn, by=("tool",))
+    return SavingsPanel(
+        totals=totals.totals,
+        by_tool=totals.rows,
+        by_mode=sv.report(conn, by=("mode",)).rows,
+        by_family=sv.report(conn, by=("family",)).rows,
+        by_agent=sv.report(conn, by=("agent",)).rows,
+        bucket_seconds=size,
+        series=series,
+        daily=sv.daily(conn, 14),
+        bounced_files=sv.bounced_files(conn, limit=20),
+        encodings=totals.encodings,
+    )
+
+
+# Most events (heartbeats, messages, tasks, tool calls) leave the savings tables as they were,
+# while the reports read all of them: the panel is kept per server and recomputed only when a
+# savings row was added. Rows are only ever added (a bounce updates an earlier row in the same
+# apply that adds the full read's row), so the last row's position, with the hash of the event
+# at that position (a replaced log has other hashes), identifies the tables' contents.
+_PANELS: weakref.WeakKeyDictionary[ServerState, tuple[tuple[int, str], SavingsPanel]] = weakref.WeakKeyDictionary()
+
+
+def _savings_key(conn: Any) -> tuple[int, str]:
+    row = conn.execute(
+        "SELECT c.position, e.hash FROM (SELECT MAX(position) AS position FROM savings_calls) c"
+        " LEFT JOIN events e ON e.position = c.position"
+    ).fetchone()
+    return (row[0] or 0, row[1] or "") if row else (0, "")
+
+
+def cached_savings_panel(st: ServerState, conn: Any) -> SavingsPanel:
+    key = _savings_key(conn)
+    hit = _PANELS.get(st)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    panel = savings_panel(conn)
+    _PANELS[st] = (key, panel)
+    return panel
 
 
 def snapshot(st: ServerState) -> DashboardState:
@@ -194,20 +239,7 @@ def snapshot(st: ServerState) -> DashboardState:
         b = check_budget(conn, a.agent_id)
         dash_agents.append(DashAgent(a, Budget(b.limit, b.used, b.ratio, b.level)))
     counts["total"] = len(agents)
-    size, series = savings_series(conn)
-    totals = sv.report(conn, by=("tool",))
-    savings = SavingsPanel(
-        totals=totals.totals,
-        by_tool=totals.rows,
-        by_mode=sv.report(conn, by=("mode",)).rows,
-        by_family=sv.report(conn, by=("family",)).rows,
-        by_agent=sv.report(conn, by=("agent",)).rows,
-        bucket_seconds=size,
-        series=series,
-        daily=sv.daily(conn, 14),
-        bounced_files=sv.bounced_files(conn, limit=20),
-        encodings=totals.encodings,
-    )
+    savings = cached_savings_panel(st, conn)
     head = st.lc.store.head()
     return DashboardState(
         proof=_latest_proof(st),

@@ -35,9 +35,11 @@ from .tokens import HEADER, AgentTokens
 if TYPE_CHECKING:
     from .config import ServerConfig
 
-# no credentials needed: liveness, and the dashboard's static files (they carry no data)
-PUBLIC_PATHS = frozenset({"/health", "/"})
-PUBLIC_PREFIXES = ("/dashboard/",)
+# no credentials needed: liveness, and the dashboard's static files (they carry no data). Exact
+# paths, not a prefix: nothing else under /dashboard/ (a route added later, an unknown name)
+# is public by accident. The names are dashboard.ASSETS' (a test serves each without a token).
+DASHBOARD_FILES = ("index.html", "dashboard.js", "dashboard.css", "favicon.svg")
+PUBLIC_PATHS = frozenset({"/health", "/", *(f"/dashboard/{name}" for name in DASHBOARD_FILES)})
 
 
 class SecurityMiddleware:
@@ -76,7 +78,7 @@ class SecurityMiddleware:
         elif origin == "null":
             raise HttpError(403, "HTTP_ORIGIN_NOT_ALLOWED", "cross-origin requests are not accepted")
         path = scope.get("path", "")
-        if path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES):
+        if path in PUBLIC_PATHS:
             return
         if self._bearer is not None:
             auth = headers.get("authorization", "")

@@ -4,8 +4,10 @@
  * and heat bars, tree indentation) are set through the CSSOM (element.style.width).
  *
  * Data:
- * - GET /v1/dashboard/state: one snapshot of the projections; re-fetched (debounced) whenever
- *   the log grows, and every 10 s so that statuses derived from time stay right.
+ * - GET /v1/dashboard/state: one snapshot of the projections; re-fetched (debounced, one request
+ *   at a time, spaced by twice the last one's duration) whenever the log grows, and every 10 s
+ *   so that statuses derived from time stay right; not while the tab is hidden (it catches up
+ *   when shown). A failed first snapshot is shown and retried.
  * - GET /v1/events (SSE, read with fetch() so the bearer token can be sent): the whole log,
  *   which schedules the re-fetch; and a second stream filtered by TopicFilter fields for the
  *   message panel.
@@ -75,17 +77,21 @@
     } catch (e) { /* memory only */ }
   }
 
-  /** Takes `token=` out of the fragment (into sessionStorage); true when one was there. */
+  /** Takes `token=` out of the fragment (into sessionStorage); true when one was there. The
+   * value is percent-decoded but not read as form data: a `+` in a token stays a `+`. */
   function takeTokenFromHash() {
     var h = window.location.hash.replace(/^#/, '');
     if (!h) return false;
-    var params = new URLSearchParams(h);
-    if (!params.has('token')) return false;
-    var t = params.get('token') || '';
-    params.delete('token');
-    var rest = params.toString();
+    var found = null, rest = [];
+    h.split('&').forEach(function (part) {
+      if (found === null && part.slice(0, 6) === 'token=') found = part.slice(6);
+      else if (part) rest.push(part);
+    });
+    if (found === null) return false;
+    var t = found;
+    try { t = decodeURIComponent(found); } catch (e) { /* not percent-encoded: as typed */ }
     try {
-      window.history.replaceState(null, '', window.location.pathname + window.location.search + (rest ? '#' + rest : ''));
+      window.history.replaceState(null, '', window.location.pathname + window.location.search + (rest.length ? '#' + rest.join('&') : ''));
     } catch (e) { /* keep going */ }
     setToken(t.trim());
     return true;
@@ -291,6 +297,7 @@
     if (self.lastId !== null) headers['Last-Event-ID'] = String(self.lastId);
     else if (self.since !== null && self.since !== undefined) url += (url.indexOf('?') >= 0 ? '&' : '?') + 'since=' + self.since;
     fetch(url, { headers: headers, signal: ctrl.signal, cache: 'no-store', credentials: 'same-origin' }).then(function (r) {
+      if (self.ctrl !== ctrl || ctrl.signal.aborted) return; // stopped (a new filter, a new token) meanwhile
       if (r.status === 401) {
         return r.json().catch(function () { return {}; }).then(function (d) {
           needAuth((d && d.error) || {});
@@ -370,45 +377,53 @@
   var state = null;         // the last snapshot
   var stateAt = 0;          // performance.now() when it arrived
   var refreshTimer = null;
-  var refreshing = false;
-  var refreshAgain = false;
+  var inflight = null;      // the snapshot request under way: never two at once, so an older
+  var refreshAgain = false; // answer cannot overwrite a newer one
+  var lastTook = 0;         // ms the last snapshot took: the next waits at least twice that
+  var lastDone = 0;         // performance.now() when it ended
+  var hiddenStale = false;  // a refresh was skipped while the tab was hidden
   var authNeeded = false;
-  var started = false;
-  var proofFallback = null; // { info } or { error } when the snapshot has no `proof` key
+  var live = false;         // the streams run (opened after the first snapshot)
   var lastHead = 0;
 
   function elapsed() { return state ? (performance.now() - stateAt) / 1000 : 0; }
-  function serverNow() { return state ? state.now + elapsed() : Date.now() / 1000; }
 
+  /** A snapshot soon: `delay` ms from now (default: the debounce), and never sooner than twice
+   * the last snapshot's duration after it ended, so a busy log cannot keep the server building
+   * snapshots back to back; one timer at a time, whatever the number of events. */
   function scheduleRefresh(delay) {
     if (refreshTimer) return;
-    refreshTimer = setTimeout(function () { refreshTimer = null; refresh(); },
-      delay === undefined ? REFRESH_DEBOUNCE_MS : delay);
+    var wait = delay === undefined ? REFRESH_DEBOUNCE_MS : delay;
+    wait = Math.max(wait, lastDone + 2 * lastTook - performance.now());
+    refreshTimer = setTimeout(function () {
+      refreshTimer = null;
+      if (document.hidden && state) { hiddenStale = true; return; } // caught up when shown again
+      refresh();
+    }, Math.max(0, wait));
   }
 
   function refresh() {
-    if (refreshing) { refreshAgain = true; return Promise.resolve(); }
-    refreshing = true;
-    return api('/v1/dashboard/state').then(function (st) {
+    if (inflight) { refreshAgain = true; return inflight; }
+    var began = performance.now();
+    inflight = api('/v1/dashboard/state').then(function (st) {
       state = st;
       stateAt = performance.now();
       hideError();
-      if (!('proof' in st)) return loadProofFallback().then(function () { render(); });
+      hideAuth();
       render();
+      if (!live) goLive();
     }).catch(function (e) {
-      if (e.status !== 401) showError('Could not load the dashboard data: ' + e.message + (e.code ? ' (' + e.code + ')' : ''));
+      if (e.status === 401) return;
+      showError('Could not load the dashboard data: ' + e.message + (e.code ? ' (' + e.code + ')' : '') +
+        (state ? '' : '; retrying…'));
+      if (!state) refreshAgain = true; // nothing shown yet: try again (spaced like any refresh)
     }).then(function () {
-      refreshing = false;
-      if (refreshAgain) { refreshAgain = false; scheduleRefresh(); }
+      lastDone = performance.now();
+      lastTook = Math.min(lastDone - began, 5000);
+      inflight = null;
+      if (refreshAgain) { refreshAgain = false; scheduleRefresh(state ? undefined : 2000); }
     });
-  }
-
-  function loadProofFallback() {
-    return api('/v1/proof/latest').then(function (info) {
-      proofFallback = { info: info };
-    }, function (e) {
-      proofFallback = e.code === 'PROOF_NOT_FOUND' ? { info: null } : { error: e };
-    });
+    return inflight;
   }
 
   // --- banners and the connection badge ------------------------------------------------------------
@@ -477,15 +492,19 @@
     var label = unlimited
       ? [h('span', { text: fmtInt(budget.used) + ' tokens' }), h('span', { class: 'pct', text: 'no limit' })]
       : [h('span', { text: fmtInt(budget.used) + ' / ' + fmtInt(budget.limit) }), h('span', { class: 'pct', text: pct.toFixed(0) + '%' })];
-    return h('div', {
+    // a meter's value lies within its range: past the limit it is full, and the text says by how much
+    var aria = unlimited
+      ? { role: 'img', 'aria-label': 'token budget: ' + fmtInt(budget.used) + ' tokens used, no limit' }
+      : { role: 'meter', 'aria-label': 'token budget', 'aria-valuemin': '0', 'aria-valuemax': String(budget.limit),
+        'aria-valuenow': String(Math.min(budget.used, budget.limit)),
+        'aria-valuetext': fmtInt(budget.used) + ' of ' + fmtInt(budget.limit) + ' tokens (' + pct.toFixed(0) + '%)' };
+    return h('div', Object.assign(aria, {
       class: 'gauge level-' + budget.level + (unlimited ? ' unlimited' : ''),
       'data-testid': 'budget-gauge', 'data-level': budget.level, 'data-ratio': String(budget.ratio),
-      role: 'meter', 'aria-label': 'token budget', 'aria-valuemin': '0', 'aria-valuemax': unlimited ? '0' : String(budget.limit),
-      'aria-valuenow': String(budget.used),
       title: unlimited ? 'no budget set (lean-ctx agent budget --set N)'
         : budget.level === 'exceeded' ? 'budget exceeded: reads are refused'
           : budget.level === 'warning' ? 'over 80 % of the budget' : 'within budget',
-    }, h('div', { class: 'gauge-label' }, label), h('div', { class: 'gauge-track' }, fillEl, unlimited ? null : m80));
+    }), h('div', { class: 'gauge-label' }, label), h('div', { class: 'gauge-track' }, fillEl, unlimited ? null : m80));
   }
 
   function renderAgents() {
@@ -549,6 +568,9 @@
       deps);
   }
 
+  var FINISHED = { done: true, cancelled: true };
+  var FINISHED_SHOWN = 30;
+
   function renderTasks() {
     var body = $('tasks-body');
     var cols = state.task_columns && state.task_columns.length ? state.task_columns : ['open', 'in_progress', 'blocked', 'done', 'cancelled'];
@@ -564,9 +586,18 @@
       var board = h('div', { class: 'board' });
       Object.keys(by).forEach(function (col) {
         var tasks = by[col];
+        // finished tasks pile up over a project's life: show the latest ones, and say how many more
+        var shown = tasks, older = 0;
+        if (FINISHED[col] && tasks.length > FINISHED_SHOWN) {
+          var keep = tasks.slice().sort(function (a, b) { return a.updated_at < b.updated_at ? 1 : a.updated_at > b.updated_at ? -1 : 0; })
+            .slice(0, FINISHED_SHOWN);
+          shown = tasks.filter(function (t) { return keep.indexOf(t) >= 0; });
+          older = tasks.length - shown.length;
+        }
         board.appendChild(h('section', { class: 'column col-' + col, 'data-testid': 'task-column', 'data-status': col, 'aria-label': col.replace('_', ' ') },
           h('div', { class: 'column-head' }, h('span', { text: col.replace('_', ' ') }), h('span', { class: 'count', text: String(tasks.length) })),
-          h('ul', { class: 'column-cards' }, tasks.length ? tasks.map(taskCard) : h('li', { class: 'column-empty', text: 'none' }))));
+          h('ul', { class: 'column-cards' }, tasks.length ? shown.map(taskCard) : h('li', { class: 'column-empty', text: 'none' }),
+            older ? h('li', { class: 'column-empty', 'data-testid': 'column-more', text: older + ' older not shown (lean-ctx chat task list --any-channel --status ' + col + ')' }) : null)));
       });
       fill(body, board);
     }
@@ -671,9 +702,8 @@
   // --- channels and the message stream ----------------------------------------------------------------
   var stream = null;
   var streamFilter = { kinds: 'message.*' };
-  var streamSeen = {};
   var streamCount = 0;
-  var streamBackfillDone = false;
+  var streamFreshAfter = Infinity; // events past this position arrived live (not the backfill)
 
   function filterQuery(f) {
     var q = new URLSearchParams();
@@ -762,17 +792,18 @@
   function onStreamEvent(msg) {
     var e = msg.data;
     if (!e || typeof e !== 'object' || e.position === undefined) return;
-    if (streamSeen[e.position]) return;
-    streamSeen[e.position] = true;
-    streamCount++;
     var list = $('stream-list');
-    var item = eventItem(e, { 'data-testid': 'stream-item' });
-    if (streamBackfillDone) item.classList.add('fresh');
-    // newest first; keep the order by position even when a backfill arrives
+    // newest first; keep the order by position even when a backfill arrives, and show an event
+    // once even when a reconnect delivers it again
     var before = null;
     for (var n = list.firstChild; n; n = n.nextSibling) {
-      if (parseInt(n.getAttribute('data-position'), 10) < e.position) { before = n; break; }
+      var at = parseInt(n.getAttribute('data-position'), 10);
+      if (at === e.position) return;
+      if (at < e.position) { before = n; break; }
     }
+    streamCount++;
+    var item = eventItem(e, { 'data-testid': 'stream-item' });
+    if (e.position > streamFreshAfter) item.classList.add('fresh');
     list.insertBefore(item, before);
     while (list.childNodes.length > STREAM_MAX_ITEMS) list.removeChild(list.lastChild);
     updateStreamCount();
@@ -787,7 +818,7 @@
 
   function setStreamStatus(kind, detail) {
     streamState = { kind: kind, detail: detail || '' };
-    if (kind === 'open') streamBackfillDone = true;
+    if (kind === 'open' && streamFreshAfter === Infinity) streamFreshAfter = lastHead;
     showStreamStatus();
   }
 
@@ -819,12 +850,10 @@
 
   function applyFilter(f) {
     streamFilter = f;
-    streamSeen = {};
     streamCount = 0;
-    streamBackfillDone = false;
     clear($('stream-list'));
     updateStreamCount();
-    openStream();
+    if (live) openStream(); // else it opens with the first snapshot (from its head, not from 0)
     if (state) renderChannels();
   }
 
@@ -838,6 +867,7 @@
         if (kind === 'open' && !streamCount) { /* shows the waiting hint */ }
       });
     }
+    streamFreshAfter = Infinity;
     setStreamStatus('connecting');
     stream.start(Math.max(0, lastHead - STREAM_BACKFILL));
   }
@@ -1020,25 +1050,15 @@
 
   // --- proofs ----------------------------------------------------------------------------------------------
   var proofNote = null; // { text, bad } after an action
-
-  function proofInfo() {
-    if (state && 'proof' in state) return { info: state.proof };
-    return proofFallback || { info: null };
-  }
+  var proofBusy = false; // an action is under way: its buttons stay disabled through re-renders
 
   function renderProof() {
     var body = $('proof-body');
-    var p = proofInfo();
+    var info = state.proof;
     var actions = h('div', { class: 'actions' },
-      h('button', { type: 'button', class: 'btn', 'data-testid': 'proof-create', onclick: createProof }, 'Create proof'),
-      p.info ? h('button', { type: 'button', class: 'btn btn-ghost', 'data-testid': 'proof-verify', onclick: verifyProof }, 'Verify') : null,
-      proofNote ? h('span', { class: 'action-note' + (proofNote.bad ? ' neg' : ''), 'data-testid': 'proof-note', text: proofNote.text }) : null);
-    if (p.error) {
-      $('count-proof').textContent = '';
-      fill(body, h('p', { class: 'error-inline', text: 'Proofs cannot be read here: ' + p.error.message }), actions);
-      return;
-    }
-    var info = p.info;
+      h('button', { type: 'button', class: 'btn', 'data-testid': 'proof-create', onclick: createProof, disabled: proofBusy }, 'Create proof'),
+      info ? h('button', { type: 'button', class: 'btn btn-ghost', 'data-testid': 'proof-verify', onclick: verifyProof, disabled: proofBusy }, 'Verify') : null,
+      proofNote ? h('span', { class: 'action-note' + (proofNote.bad ? ' neg' : ''), 'data-testid': 'proof-note', role: 'status', text: proofNote.text }) : null);
     if (!info) {
       $('count-proof').textContent = '';
       fill(body, empty('No Context Proof yet', 'A Context Proof is a signed summary of the log (head, hash chain, event counts, projection digests, savings) that anyone holding the log can re-derive and verify.',
@@ -1073,21 +1093,19 @@
   }
 
   function proofAction(path, body, busyText, done) {
-    var buttons = document.querySelectorAll('#proof-body button.btn');
-    buttons.forEach(function (b) { b.disabled = true; });
+    if (proofBusy) return Promise.resolve();
+    proofBusy = true;
     proofNote = { text: busyText, bad: false };
-    var note = document.querySelector('#proof-body .action-note');
-    if (note) note.textContent = busyText;
+    renderProof();
     return api(path, { method: 'POST', body: body }).then(function (res) {
       proofNote = done(res);
     }, function (e) {
       proofNote = { text: e.message + (e.code ? ' (' + e.code + ')' : ''), bad: true };
     }).then(function () {
+      proofBusy = false;
       return refresh();
-    }).then(function () { renderProofIfReady(); });
+    }).then(function () { if (state) renderProof(); });
   }
-
-  function renderProofIfReady() { if (state) renderProof(); }
 
   function createProof() {
     return proofAction('/v1/proof', {}, 'creating a proof (replaying the log)…', function (res) {
@@ -1096,7 +1114,7 @@
   }
 
   function verifyProof() {
-    var info = proofInfo().info;
+    var info = state && state.proof;
     return proofAction('/v1/proof/verify', info ? { file: info.file } : {}, 'verifying (replaying the log)…', function (res) {
       return res.ok ? { text: 'verified: every figure re-derived from the log', bad: false }
         : { text: 'FAILED: ' + plural((res.differences || []).length, 'difference'), bad: true };
@@ -1104,12 +1122,16 @@
   }
 
   // --- events: search and lineage ----------------------------------------------------------------------
+  var searchSeq = 0;
+
   function runSearch(q) {
     var out = $('search-results');
+    var seq = ++searchSeq; // only the latest search may fill the results
     q = (q || '').trim();
     if (!q) { fill(out, searchHint()); return; }
     fill(out, h('p', { class: 'muted', text: 'searching…' }));
     api('/v1/events/search?q=' + encodeURIComponent(q) + '&limit=50').then(function (res) {
+      if (seq !== searchSeq) return;
       if (!res.hits.length) {
         fill(out, h('p', { class: 'muted', 'data-testid': 'search-none', text: 'Nothing in the log matches “' + q + '”.' }));
         return;
@@ -1121,7 +1143,8 @@
           return item;
         })));
     }, function (e) {
-      fill(out, h('p', { class: 'error-inline', text: e.message }));
+      if (seq !== searchSeq) return;
+      fill(out, h('p', { class: 'error-inline', 'data-testid': 'search-error', text: e.message + (e.code ? ' (' + e.code + ')' : '') }));
     });
   }
 
@@ -1215,8 +1238,19 @@
   }
 
   // --- everything --------------------------------------------------------------------------------------------
+  /** A selector for the focused element when a re-render is about to replace it (a channel chip,
+   * a proof button), so that keyboard focus survives the refresh. */
+  function focusKey() {
+    var el = document.activeElement;
+    var id = el && el !== document.body ? el.getAttribute('data-testid') : null;
+    if (!id || !$('main').contains(el)) return null;
+    var ch = el.getAttribute('data-channel');
+    return '[data-testid="' + id + '"]' + (ch !== null ? '[data-channel="' + CSS.escape(ch) + '"]' : '');
+  }
+
   function render() {
     if (!state) return;
+    var focused = focusKey();
     renderHeader();
     renderAgents();
     renderScent();
@@ -1224,30 +1258,27 @@
     renderChannels();
     renderSavings();
     renderProof();
+    if (focused) {
+      var again = document.querySelector(focused);
+      if (again && again !== document.activeElement && !again.disabled) again.focus();
+    }
     root.setAttribute('data-loaded', 'true');
     root.setAttribute('data-head', String(state.head.position));
   }
 
-  function start() {
-    // the first snapshot, then the streams from its head
-    refresh().then(function () {
-      if (!state) return;
-      hideAuth();
-      if (!started) {
-        started = true;
-        setInterval(tick, 1000);
-        setInterval(function () { if (!authNeeded && !document.hidden) scheduleRefresh(0); }, PERIODIC_REFRESH_MS);
-      }
-      openLogStream(state.head.position);
-      openStream();
-    });
+  /** After the first snapshot, and again after a new token: both streams from its head. */
+  function goLive() {
+    live = true;
+    openLogStream(state.head.position);
+    openStream();
   }
 
   function restart() {
     if (logStream) logStream.stop();
     if (stream) stream.stop();
+    live = false;
     setConn('connecting', 'connecting…');
-    start();
+    refresh();
   }
 
   function init() {
@@ -1278,8 +1309,13 @@
       clearTimeout(resizeTimer);
       resizeTimer = setTimeout(function () { if (state) renderSavings(); }, 150);
     });
+    document.addEventListener('visibilitychange', function () {
+      if (!document.hidden && hiddenStale) { hiddenStale = false; scheduleRefresh(0); }
+    });
     streamFilter = readFilterForm();
-    start();
+    setInterval(tick, 1000);
+    setInterval(function () { if (live && !authNeeded) scheduleRefresh(0); }, PERIODIC_REFRESH_MS);
+    refresh();
   }
 
   if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', init);

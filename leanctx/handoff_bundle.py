@@ -22,7 +22,10 @@ Verification never uses a key carried in the bundle (it carries none: only the s
 and fingerprint, inside the signed part). The signer must be in the trust store: a key this data
 dir holds for a *registered* agent id, a public key the log recorded when that agent registered
 (``agent.registered``: so an importer with another data dir but the same log trusts it too), or
-a key added with ``lean-ctx keys trust FILE``; the trusted key's id must be the claimed sender. Codes: ``HANDOFF_INVALID`` (not a bundle),
+a key added with ``lean-ctx keys trust FILE``; the trusted key's id must be the claimed sender.
+When the log recorded a key for the agent's current registration (``commands.agents.recorded_key``),
+that key alone speaks for it among the first two: another key of the same id in this data dir
+does not. Codes: ``HANDOFF_INVALID`` (not a bundle),
 ``HANDOFF_TAMPERED`` (bytes not canonical), ``HANDOFF_UNSIGNED``, ``KEY_UNTRUSTED``,
 ``SIGNATURE_INVALID``.
 """
@@ -179,29 +182,39 @@ def parse(raw: bytes | str) -> dict[str, Any]:
 
 def trusted_signer(fingerprint: str, key_id: str, registered: Iterable[str], *,
                    recorded: Mapping[str, Iterable[str]] | None = None, base: Path | None = None) -> keys.KeyInfo:
-    """The trust store's key with ``fingerprint``: a local key of a registered agent, a public key
-    (base64) ``recorded`` at a registered agent's registration (agent id → keys), or a key added
-    with ``keys trust``; its id must be ``key_id``. ``KEY_UNTRUSTED`` otherwise."""
+    """The trust store's key with ``fingerprint``: a public key (base64) ``recorded`` for a
+    registered agent's current registration (agent id → keys), a local key of a registered agent
+    for which the log recorded none, or a key added with ``keys trust``; its id must be
+    ``key_id``. ``KEY_UNTRUSTED`` otherwise."""
     reg = set(registered)
-    found = [k for k in keys.local_keys(base) if k.key_id in reg and k.fingerprint == fingerprint]
-    for agent_id, pubs in sorted((recorded or {}).items()):
+    bound: dict[str, dict[str, str]] = {}  # registered agent → fingerprint → base64 of its recorded key(s)
+    for agent_id, pubs in (recorded or {}).items():
         if agent_id not in reg:
             continue
-        for b in sorted(set(pubs)):
+        for b in pubs:
             try:
                 raw = keys.unb64(b)
             except InvalidInput:
                 continue
-            if len(raw) == 32 and keys.fingerprint(raw) == fingerprint:
-                found.append(keys.KeyInfo(agent_id, fingerprint, keys.b64(raw), False, True,
-                                          f"log: agent.registered of {agent_id}"))
+            if len(raw) == 32:
+                bound.setdefault(agent_id, {})[keys.fingerprint(raw)] = keys.b64(raw)
+    # the log's record of an agent's key wins over a key of the same id in this data dir
+    found = [k for k in keys.local_keys(base) if k.key_id in reg and k.fingerprint == fingerprint
+             and (k.key_id not in bound or fingerprint in bound[k.key_id])]
+    found += [keys.KeyInfo(agent_id, fingerprint, fps[fingerprint], False, True, f"log: agent.registered of {agent_id}")
+              for agent_id, fps in sorted(bound.items()) if fingerprint in fps]
     found += [k for k in keys.trusted_keys(base) if k.fingerprint == fingerprint]
     for k in found:
         if k.key_id == key_id:
             return k
-    why = (f"it is trusted as {found[0].key_id!r}, not as the claimed signer {key_id!r}" if found
-           else "it is neither the key of an agent registered in this log (recorded at its registration, or held "
-                "in this data dir) nor a key added with `lean-ctx keys trust FILE`")
+    if found:
+        why = f"it is trusted as {found[0].key_id!r}, not as the claimed signer {key_id!r}"
+    elif key_id in bound:
+        why = (f"this log recorded another key for {key_id!r}'s current registration "
+               f"({', '.join(sorted(bound[key_id]))})")
+    else:
+        why = ("it is neither the key of an agent registered in this log (recorded at its registration, or held "
+               "in this data dir) nor a key added with `lean-ctx keys trust FILE`")
     raise CommandError(keys.KEY_UNTRUSTED, f"the signer key {fingerprint} ({key_id}) is not trusted here: {why}",
                        fingerprint=fingerprint, key_id=key_id)
 

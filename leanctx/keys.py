@@ -18,8 +18,9 @@ included, is a valid key id).
 
 Trust: the keys of ``trusted/`` plus the keys this data dir holds a private key for
 (``local_keys``); which of the latter count as known signers of a handoff is decided by
-``leanctx.handoff_bundle`` (registered agents only), which also trusts the public keys the
-log recorded at agent registration (``agent.registered``).
+``leanctx.handoff_bundle`` (registered agents only), which also trusts the public key the log
+recorded for an agent's current registration (``agent.registered``; that key, when there is
+one, wins over a local key of the same id).
 
 Signatures cover canonical bytes: msgspec JSON with sorted keys (``canonical``). Stable codes:
 ``KEY_NOT_FOUND``, ``KEY_UNTRUSTED``, ``SIGNATURE_INVALID``, ``KEY_INSECURE`` (a private key
@@ -184,10 +185,6 @@ def _write_pub(path: Path, pub: bytes, key_id: str) -> None:
     tmp.write_text(pub_line(pub, key_id))
     os.chmod(tmp, 0o644)
     os.replace(tmp, path)
-
-
-def has_key(key_id: str, base: Path | None = None) -> bool:
-    return (keys_dir(base) / f"{check_id(key_id)}.key").exists()
 
 
 def _load_or_create(key_id: str, *, create: bool, base: Path | None) -> tuple[SigningKey, bool]:

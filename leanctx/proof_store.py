@@ -8,15 +8,17 @@ write the same files and answer the same shapes.
   and ``.html`` there (or into ``out_dir``), each atomically (``proof.write``: a reader never
   sees half a file).
 - ``latest`` is the proof with the highest head position in a directory; ``describe`` reads what
-  a viewer shows of it (head, signer, chain, counts) and its recorded verification.
+  a viewer shows of it (head, signer, chain, counts) and its recorded verification. ``on_latest``
+  uses the latest proof and lists again when it vanishes before it is read (a pruned directory).
 - ``verify_file`` verifies a proof file against a log (``leanctx.proof.verify``: a replay into a
   fresh database) and records the result **next to the file, always**, as
   ``<name>.verify.json`` (``context-proof-12.json`` → ``context-proof-12.verify.json``): whether it
   verified, when, the differences, the signer, and the sha256 of the proof bytes it checked. A
   record whose sha256 is not the file's current one is stale (the proof was rewritten since) and
   is not shown; ``create`` removes the record of a proof it overwrites. A record that cannot be
-  written (read-only directory) does not change the verification: the report is returned and
-  the failure is reported beside it (``Recorded.error``).
+  written (read-only directory, or a file of that name that is not a record: it is never
+  overwritten) does not change the verification: the report is returned and the failure is
+  reported beside it (``Recorded.error``).
 - Remote surfaces name a proof by its bare file name inside the proofs directory only
   (``resolve_name``): ``context-proof-<N>.json`` (or ``.html`` where the page is served);
   anything else (a path, ``..``, another name) is refused with ``PROOF_INVALID_NAME``, a missing
@@ -28,8 +30,9 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import msgspec
 
@@ -42,6 +45,8 @@ PROOF_INVALID_NAME = "PROOF_INVALID_NAME"
 VERIFICATION_FORMAT = "lean-ctx/context-proof-verification"
 VERIFY_SUFFIX = ".verify.json"
 _NAME = re.compile(r"^context-proof-(\d{1,19})\.(json|html)$")
+_LATEST_TRIES = 5  # listings of the proofs directory before a vanishing latest proof is an answer
+T = TypeVar("T")
 
 
 class ProofHead(msgspec.Struct, frozen=True):
@@ -174,6 +179,20 @@ def require_latest(directory: str | os.PathLike[str]) -> Path:
     return found
 
 
+def on_latest(directory: str | os.PathLike[str], use: Callable[[Path], T]) -> T:
+    """``use(the latest proof's path)``. When that proof is removed between the listing and
+    ``use`` reading it (``PROOF_NOT_FOUND`` while the file is gone), the directory is listed
+    again, so ``PROOF_NOT_FOUND`` means that no proof is left, not that one was pruned meanwhile."""
+    for attempt in range(_LATEST_TRIES):
+        path = require_latest(directory)
+        try:
+            return use(path)
+        except NotFound:
+            if attempt == _LATEST_TRIES - 1 or path.exists():
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
 # --- writing ---------------------------------------------------------------------------------
 def create(lc: Any, project_root: str | os.PathLike[str] | None,
            out_dir: str | os.PathLike[str] | None = None) -> ProofCreated:
@@ -256,11 +275,27 @@ def verify_and_record(lc: Any, path: str | os.PathLike[str], *, label: str | Non
     target = verification_path(p)
     if p.name.endswith(VERIFY_SUFFIX):  # a record itself (not a proof): never a record of a record
         return Recorded(report, rec, None, f"{p.name} is a verification record, not a proof")
+    if _foreign(target):  # a file of someone else's that happens to have the record's name
+        return Recorded(report, rec, None, f"{target} exists and is not a verification record; it was left as it is")
     try:
         proof.write_atomic(target, proof.render(msgspec.to_builtins(rec)))
     except OSError as exc:
         return Recorded(report, rec, None, f"cannot write {target}: {exc.strerror or exc}")
     return Recorded(report, rec, target, None)
+
+
+def _foreign(target: Path) -> bool:
+    """Whether ``target`` exists and is not a verification record (never overwritten)."""
+    try:
+        raw = target.read_bytes()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    try:
+        return msgspec.json.decode(raw, type=ProofVerification).format != VERIFICATION_FORMAT
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return True
 
 
 def verify_file(lc: Any, path: str | os.PathLike[str], *, label: str | None = None) -> proof.VerifyReport:
@@ -280,7 +315,9 @@ def verify_named(lc: Any, name: str | None = None,
     """Verify the proof ``name`` (a bare file name; default: the latest) of ``lc``'s proofs
     directory, record the result, and answer the report."""
     d = Path(directory) if directory is not None else proofs_dir(lc)
-    path = require_latest(d) if name is None else resolve_name(d, name)
+    if name is None:
+        return on_latest(d, lambda path: answer(verify_and_record(lc, path, label=path.name)))
+    path = resolve_name(d, name)
     return answer(verify_and_record(lc, path, label=path.name))
 
 
@@ -312,8 +349,8 @@ def info_text(i: ProofInfo) -> str:
 def verify_text(a: ProofVerifyAnswer) -> str:
     if a.ok:
         signer = a.signer or {}
-        text = (f"ok: proof {a.file} of head {a.head_position} verified against {a.db_path}; signed by trusted key "
-                f"{signer.get('key_id')} {signer.get('fingerprint')}")
+        text = (f"ok: proof of head {a.head_position} ({a.file}) verified against {a.db_path}; signed by trusted "
+                f"key {signer.get('key_id')} {signer.get('fingerprint')}")
     else:
         text = "\n".join([f"FAILED: {len(a.differences)} difference(s) in {a.file}",
                           *(f"  [{d.code}] {d.field or '-'}: {d.message}" for d in a.differences)])

@@ -140,18 +140,34 @@ def vectors_path(db_path: str | os.PathLike[str]) -> Path:
     return p.with_name(p.stem + ".vectors.db")
 
 
+class VectorsUnavailable(RuntimeError):
+    """sqlite-vec cannot be imported or loaded here, so there is no vector cache: callers answer
+    without their semantic ranker and say why."""
+
+
 def connect(path: str | os.PathLike[str]) -> Any:
     """An apsw connection to the vector database at ``path``: WAL, a 30 s busy timeout, and the
-    sqlite-vec extension loaded (extension loading is switched off again afterwards)."""
+    sqlite-vec extension loaded (extension loading is switched off again afterwards).
+    ``VectorsUnavailable`` when sqlite-vec is not installed or cannot be loaded."""
     import apsw
-    import sqlite_vec  # type: ignore[import-untyped]
 
+    try:
+        import sqlite_vec  # type: ignore[import-untyped]
+    except ImportError as exc:
+        raise VectorsUnavailable(f"sqlite-vec is not installed: {exc}") from exc
     conn = apsw.Connection(os.fspath(path))
-    conn.set_busy_timeout(30_000)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.enable_load_extension(True)
-    sqlite_vec.load(conn)
-    conn.enable_load_extension(False)
+    try:
+        conn.enable_load_extension(True)
+        sqlite_vec.load(conn)
+        conn.enable_load_extension(False)
+        conn.set_busy_timeout(30_000)
+        conn.execute("PRAGMA journal_mode=WAL")
+    except apsw.ExtensionLoadingError as exc:
+        conn.close()
+        raise VectorsUnavailable(f"sqlite-vec could not be loaded: {exc}") from exc
+    except BaseException:
+        conn.close()
+        raise
     return conn
 
 
@@ -169,11 +185,11 @@ class VecDB:
     dimension, transactions, serialisation and checked embedding (subclasses own the tables)."""
 
     def __init__(self, path: str | os.PathLike[str], embedder: Embedder) -> None:
-        import sqlite_vec  # type: ignore[import-untyped]
-
         self.embedder = embedder
         self.dim = int(embedder.dim)
         self.conn = connect(path)
+        import sqlite_vec  # type: ignore[import-untyped]  # (connect imported it)
+
         self._serialize = sqlite_vec.serialize_float32
 
     def close(self) -> None:

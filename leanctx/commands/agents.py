@@ -26,6 +26,13 @@ back, the key stays behind unregistered: it is trusted by nobody until that id r
 and that registration adopts it. A key that cannot be made or read (``KEY_INSECURE``,
 ``KEY_INVALID_FILE``, ``KEY_UNWRITABLE``) does not stop the registration — coordination does
 not depend on it — but nothing is recorded and the result says why (``key_warning``).
+
+One key per registration (``recorded_key``): the key the log binds to an agent is the first one
+recorded on its ``agent.registered`` events since it last deregistered. A rejoin that brings
+another key (another data dir, or someone else naming the id) still registers, but its key is
+not recorded (``AGENT_KEY_MISMATCH`` in ``key_warning``): re-registering an id never adds a
+signer that importers trust for it. Deregistering ends the binding, so the next registration
+records its own key and the old one is no longer the agent's.
 """
 
 from __future__ import annotations
@@ -59,6 +66,7 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 
 TIMEOUT_REASON = "heartbeat_timeout"
+AGENT_KEY_MISMATCH = "AGENT_KEY_MISMATCH"
 
 
 def _check(value: str, what: str, code: str) -> str:
@@ -188,6 +196,12 @@ def register(ctx: CommandContext, cmd: RegisterAgent) -> AgentRegistration:
     else:
         name = _new_name(ctx, project_root, agent_type, role)
     key, created, warning = agent_key(agent_id)
+    bound = recorded_key(ctx, agent_id) if rejoined else None
+    if key is not None and bound is not None and key.public_key != bound:
+        warning = (f"{AGENT_KEY_MISMATCH}: this data dir's key for {agent_id} ({key.fingerprint}) is not the key "
+                   f"recorded when it registered ({keys.fingerprint(keys.unb64(bound))}), which stays its key; "
+                   f"deregister {agent_id} first to register it with this key")
+        key = None
     ctx.emit(
         stream_of(agent_id),
         AgentRegistered(agent_id=agent_id, name=name, agent_type=agent_type, role=role, project_root=project_root,
@@ -207,6 +221,25 @@ def agent_key(agent_id: str) -> tuple[keys.KeyInfo | None, bool, str | None]:
     except LeanCtxError as exc:
         return None, False, f"{exc.code}: {exc.message}"
     return key, created, None
+
+
+def recorded_key(ctx: CommandContext, agent_id: str) -> str | None:
+    """The public key (base64) the log binds to ``agent_id``'s current registration: the first key
+    recorded on its ``agent.registered`` events since its last ``agent.deregistered`` (None: none
+    recorded). Read from the agent's own stream (the agents projection does not keep keys); the
+    write lock is held, so this is the committed log the command decides on."""
+    bound: str | None = None
+    for e in ctx.projections.store.read_stream(stream_of(agent_id)):
+        if e.kind == "agent.deregistered":
+            bound = None
+        elif e.kind == "agent.registered" and bound is None:
+            pk = getattr(e.data(), "public_key", None)
+            try:
+                raw = keys.unb64(pk) if pk else b""
+            except InvalidInput:
+                raw = b""
+            bound = keys.b64(raw) if len(raw) == 32 else None
+    return bound
 
 
 def _known(ctx: CommandContext, ref: str) -> AgentView:

@@ -10,9 +10,9 @@ created when the agent registered, or here for an actor that never registered) a
 
 Import verifies the bundle **inside the write transaction** (so nothing can be applied from an
 unverified bundle) against the trust store (``leanctx.handoff_bundle``: keys of agents
-registered in this log — held in this data dir or recorded on their ``agent.registered``
-events, read from the sender's ``agent:<id>`` stream — and keys added with ``keys trust``),
-then, as asked:
+registered in this log — the key recorded for the sender's current registration
+(``commands.agents.recorded_key``), or, when none was recorded, the key this data dir holds for
+it — and keys added with ``keys trust``), then, as asked:
 
 - ``apply_session``: the importer's session is reset and given the sender's task, step/total,
   findings and decisions (in order) — it continues where the sender stopped. File refs are
@@ -28,8 +28,12 @@ then, as asked:
   reported with the reason and its code. Without ``apply_workflow`` every task is only
   reported, with what an import with it would do.
 
-Codes: HANDOFF_NO_AGENT, HANDOFF_INVALID, HANDOFF_TAMPERED, HANDOFF_UNSIGNED, KEY_UNTRUSTED,
-SIGNATURE_INVALID (see ``leanctx.handoff_bundle``).
+Codes: HANDOFF_NO_AGENT; create: HANDOFF_NOT_YOUR_SESSION, HANDOFF_INVALID_LIMIT; import:
+HANDOFF_INVALID_VIA, LEASE_INVALID_DURATION (a bad ``lease_seconds`` with ``apply_workflow``), and
+the refusals of verification, HANDOFF_INVALID, HANDOFF_TAMPERED, HANDOFF_UNSIGNED, KEY_UNTRUSTED,
+SIGNATURE_INVALID (see ``leanctx.handoff_bundle``). A task left alone is not a refusal: its report
+names the reason's code (TASK_NOT_FOUND, TASK_HANDOVER_FINISHED, TASK_HANDOVER_NOT_SENDERS,
+TASK_HANDOVER_STALE; see ``leanctx.commands.tasks``).
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ from ..projections.knowledge import get_entry, list_entries
 from ..projections.sessions import get_session, session_files, session_notes
 from ..projections.tasks import get_task, list_tasks
 from . import tasks as task_cmds
-from .agents import stream_of as agent_stream
+from .agents import recorded_key
 from .bus import Command, CommandContext, handles
 from .knowledge import DEFAULT_WINDOW_S, check_category
 from .knowledge import stream_of as knowledge_stream
@@ -74,19 +78,6 @@ def registered_agents(conn: object) -> set[str]:
     """Agent ids registered in this log and not deregistered (their keys are trusted)."""
     return {r[0] for r in conn.execute(  # type: ignore[attr-defined]
         "SELECT agent_id FROM agents WHERE left_kind IS NULL OR left_kind != ?", (LEFT_DEREGISTERED,))}
-
-
-def recorded_keys(ctx: CommandContext, agent_id: str) -> list[str]:
-    """The public keys (base64) recorded on ``agent_id``'s ``agent.registered`` events: read from
-    its own stream (the agents projection does not keep them). The write lock is held, so the
-    committed log read here is the one the command decides on."""
-    out = []
-    for e in ctx.projections.store.read_stream(agent_stream(agent_id)):
-        if e.kind == "agent.registered":
-            pk = getattr(e.data(), "public_key", None)
-            if pk and pk not in out:
-                out.append(pk)
-    return out
 
 
 class CreateHandoff(Command, frozen=True):
@@ -159,7 +150,7 @@ class ImportHandoff(Command, frozen=True):
     apply_workflow: bool = False
     via: str = "file"  # file | envelope
     conflict_window_s: float = DEFAULT_WINDOW_S
-    lease_seconds: float = task_cmds.DEFAULT_LEASE_SECONDS  # apply_workflow: the importer's lease
+    lease_seconds: float | None = None  # apply_workflow: the importer's lease (None: the task family's default)
 
 
 class TaskReport(msgspec.Struct, frozen=True):
@@ -207,7 +198,8 @@ def import_(ctx: CommandContext, cmd: ImportHandoff) -> HandoffImportResult:
     obj = hb.parse(cmd.bundle)
     sender = hb.claimed_sender(obj)
     registered = registered_agents(ctx.conn)
-    recorded = {sender: recorded_keys(ctx, sender)} if sender in registered else {}
+    bound = recorded_key(ctx, sender) if sender in registered else None
+    recorded = {sender: [bound]} if sender is not None and bound is not None else {}
     v = hb.verify_obj(obj, registered, recorded=recorded)
     b = v.body
     sid = session_of(me, ctx.session_id)
@@ -259,8 +251,9 @@ def _workflow(ctx: CommandContext, cmd: ImportHandoff, v: hb.Verified, me: str) 
     """Hand the sender's tasks over (``apply_workflow``) or say what that would do; one report per
     task of the bundle."""
     b = v.body
+    lease_seconds = task_cmds.DEFAULT_LEASE_SECONDS if cmd.lease_seconds is None else cmd.lease_seconds
     if cmd.apply_workflow and b.workflow:
-        task_cmds.validate_lease(cmd.lease_seconds)  # refuse a bad lease before anything is decided
+        task_cmds.validate_lease(lease_seconds)  # refuse a bad lease before anything is decided
     reports: list[TaskReport] = []
     seen: set[tuple[str, str]] = set()
     for t in b.workflow:
@@ -285,7 +278,7 @@ def _workflow(ctx: CommandContext, cmd: ImportHandoff, v: hb.Verified, me: str) 
                                                     "(--apply-workflow) to take it over")
             else:
                 lease = task_cmds.hand_over(ctx, row, receiver=me, handoff_id=b.handoff_id,
-                                            lease_seconds=cmd.lease_seconds).task.lease_expires_at
+                                            lease_seconds=lease_seconds).task.lease_expires_at
                 outcome = "handed_over"
                 reason = (f"from {b.sender.agent_id}" + (f", leased to {me} until {lease}" if lease
                                                           else f" ({row['status']}, no lease)"))

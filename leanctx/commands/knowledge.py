@@ -26,7 +26,7 @@ from ..errors import CommandError, InvalidInput, NotFound
 from ..events.kinds.knowledge import (KnowledgeConsolidated, KnowledgeRemembered, KnowledgeRemoved,
                                       KnowledgeResolved)
 from ..projections.knowledge import (RRF_K, Alternative, KnowledgeEntry, bm25_ranking, fact_rows, get_entry,
-                                     near_duplicates, normalize)
+                                     near_duplicates, normalize, rrf)
 from .bus import Command, CommandContext, handles
 
 DEFAULT_WINDOW_S = 600.0
@@ -327,9 +327,11 @@ def entry_lines(e) -> list[str]:  # e: KnowledgeEntry
 #
 # A query, not a command: it appends nothing. Two rankers: bm25 over the knowledge projection's
 # FTS5 index (always), and the nearest facts in sqlite-vec (``cache.knowledge_vectors``) when an
-# embedding model is installed; their lists are fused by reciprocal rank fusion (``ops.search.rrf``,
-# k = 60, the helper code search uses). The vector cache is brought current first (only new and
-# changed facts are embedded; vectors of facts that are gone are dropped).
+# embedding model is installed; their lists are fused by reciprocal rank fusion
+# (``projections.knowledge.rrf``, k = 60, the one the bm25-only recall scores with). The vector
+# cache is brought current first (only new and changed facts are embedded; vectors of facts that
+# are gone are dropped). Without sqlite-vec (not installed, or it cannot be loaded) the answer is
+# bm25's and its note says why.
 
 RECALL_POOL = 50  # candidates taken from each ranker before fusion (at least ``limit``)
 MAX_DISTANCE = 1.0  # a nearest fact counts when its cosine distance is below this (similarity > 0)
@@ -378,8 +380,7 @@ def recall(lc: Any, query: str, *, category: str | None = None, limit: int = 10,
     nearest facts in sqlite-vec when an embedder is installed (or given). ``embedder=None``
     forces bm25 only. Conflicted entries carry their alternatives."""
     from ..cache.knowledge_vectors import Fact, KnowledgeVectors
-    from ..cache.vectors import vectors_path
-    from ..ops.search import rrf
+    from ..cache.vectors import VectorsUnavailable, vectors_path
 
     conn = lc.projections.reader("knowledge")
     pool = max(RECALL_POOL, int(limit))
@@ -391,13 +392,18 @@ def recall(lc: Any, query: str, *, category: str | None = None, limit: int = 10,
     if emb is not None and query.strip():
         rows = fact_rows(conn)
         key_of = {i: k for i, k, _, _ in rows}
-        with KnowledgeVectors(vectors_path(lc.db), emb) as kv:
-            stats = kv.sync([Fact(i, k, c, v) for i, k, c, v in rows])
-            near = kv.query(query, pool, category=category)
-        for i, d in near:
-            if i in key_of and d < MAX_DISTANCE:
-                distances.setdefault(key_of[i], d)
-        lists.append(("semantic", list(distances)))
+        try:
+            kv = KnowledgeVectors(vectors_path(lc.db), emb)
+        except VectorsUnavailable as exc:  # the model is there, the vector store is not: bm25 alone
+            emb, note = None, f"semantic off ({exc}; bm25 only)"
+        else:
+            with kv:
+                stats = kv.sync([Fact(i, k, c, v) for i, k, c, v in rows])
+                near = kv.query(query, pool, category=category)
+            for i, d in near:
+                if i in key_of and d < MAX_DISTANCE:
+                    distances.setdefault(key_of[i], d)
+            lists.append(("semantic", list(distances)))
     members = {name: set(keys) for name, keys in lists}
     bm = dict(lexical)
     hits = []

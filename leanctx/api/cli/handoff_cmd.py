@@ -72,12 +72,10 @@ def create_cmd(
 def _import(st, text: str, *, knowledge: bool, session: bool, workflow: bool, via: str, json_: bool,  # type: ignore[no-untyped-def]
             lease: float | None = None) -> None:
     from ...commands.handoff import ImportHandoff
-    from ...commands.tasks import DEFAULT_LEASE_SECONDS
     from ..tools.handoff import imported_text
 
     v = dispatch(st, ImportHandoff(bundle=text, apply_knowledge=knowledge, apply_session=session,
-                                   apply_workflow=workflow, via=via,
-                                   lease_seconds=DEFAULT_LEASE_SECONDS if lease is None else lease))
+                                   apply_workflow=workflow, via=via, lease_seconds=lease))
     if st.want_json(json_):
         emit_json(v)
     else:

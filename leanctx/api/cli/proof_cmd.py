@@ -58,43 +58,34 @@ def verify_cmd(
     from ...errors import InvalidInput
 
     st = state(ctx)
-    latest = file is None  # the latest proof of this log, verified against this log
-    if file is None:
-        file = str(proof_store.require_latest(proof_store.proofs_dir(st.open())))
-    path = Path(file)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InvalidInput(proof_store.PROOF_NOT_FOUND, f"cannot read {file}: {exc.strerror}") from exc
-    # the log: --db / $LEAN_CTX_DB when given, else the proof's own db when it exists, else the project's
-    lc = None
-    if not st.db and not latest:
-        doc, _ = proof.parse(data)
-        db = doc.get("db_path") if isinstance(doc, dict) else None
-        if isinstance(db, str) and os.path.isfile(db):
-            lc = LeanCtx(db)
-    try:
-        recorded = proof_store.verify_and_record(lc or st.open(), path, label=str(path))
-    finally:
-        if lc is not None:
-            lc.close()
-    report = recorded.report
-    if recorded.error:
-        sys.stderr.write(f"note: the result was not recorded: {recorded.error}\n")
-    if st.want_json(json_):
-        emit_json(report)
+    if file is None:  # the latest proof of this log, verified against this log
+        lc0 = st.open()
+        recorded = proof_store.on_latest(proof_store.proofs_dir(lc0),
+                                         lambda p: proof_store.verify_and_record(lc0, p, label=str(p)))
     else:
-        if report.ok:
-            signer = report.signer or {}  # an ok report always names its signer
-            sys.stdout.write(
-                f"ok: proof of head {report.head_position} verified against {report.db_path}; "
-                f"signed by trusted key {signer.get('key_id')} {signer.get('fingerprint')}\n"
-            )
-        else:
-            sys.stdout.write(f"FAILED: {len(report.differences)} difference(s) in {file}\n")
-            for d in report.differences:
-                sys.stdout.write(f"  [{d.code}] {d.field or '-'}: {d.message}\n")
-    if not report.ok:
+        path = Path(file)
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise InvalidInput(proof_store.PROOF_NOT_FOUND, f"cannot read {file}: {exc.strerror}") from exc
+        # the log: --db / $LEAN_CTX_DB when given, else the proof's own db when it exists, else the project's
+        lc = None
+        if not st.db:
+            doc, _ = proof.parse(data)
+            db = doc.get("db_path") if isinstance(doc, dict) else None
+            if isinstance(db, str) and os.path.isfile(db):
+                lc = LeanCtx(db)
+        try:
+            recorded = proof_store.verify_and_record(lc or st.open(), path, label=str(path))
+        finally:
+            if lc is not None:
+                lc.close()
+    answer = proof_store.answer(recorded)  # what POST /v1/proof/verify and ctx_proof verify answer
+    if st.want_json(json_):
+        emit_json(answer)
+    else:
+        sys.stdout.write(proof_store.verify_text(answer) + "\n")
+    if not answer.ok:
         raise typer.Exit(1)
 
 

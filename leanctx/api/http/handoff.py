@@ -34,7 +34,6 @@ RECEIVER = "a2a"
 def _receive(st: Any, data: bytes, agent: str | None, session: str | None, apply: bool,
              lease: float | None = None) -> dict[str, Any]:
     from ...commands.handoff import ImportHandoff
-    from ...commands.tasks import DEFAULT_LEASE_SECONDS
     from ..tools.handoff import imported_text
 
     e = env.open_envelope(data, env.server_secret())
@@ -44,8 +43,7 @@ def _receive(st: Any, data: bytes, agent: str | None, session: str | None, apply
     if not isinstance(e.payload, dict):
         raise InvalidInput(hb.HANDOFF_INVALID, "the envelope's handoff payload is not a bundle object")
     cmd = ImportHandoff(bundle=hb.encode(e.payload).decode(), apply_knowledge=apply, apply_session=apply,
-                        apply_workflow=apply, via="envelope",
-                        lease_seconds=DEFAULT_LEASE_SECONDS if lease is None else lease)
+                        apply_workflow=apply, via="envelope", lease_seconds=lease)
     res = st.lc.bus.dispatch(cmd, actor=agent or RECEIVER, session_id=session, project=str(st.project_root))
     return {"text": imported_text(res.value), "payload_kind": "handoff", "sender": e.sender, "import": res.value,
             "call_position": res.call_position}

@@ -17,6 +17,8 @@ A proof is named by its bare file name only: ``context-proof-<N>.json`` (the pag
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
@@ -47,7 +49,7 @@ async def create(request: Request) -> Response:
 async def latest(request: Request) -> Response:
     st = srv(request)
     d = ps.proofs_dir(st.lc)
-    return JSON(await st.run(lambda: ps.describe(ps.require_latest(d))))
+    return JSON(await st.run(ps.on_latest, d, ps.describe))
 
 
 async def verify(request: Request) -> Response:
@@ -61,14 +63,16 @@ async def html(request: Request) -> Response:
     name = q_str(request, "file", max_len=200)
     d = ps.proofs_dir(st.lc)
 
-    def page() -> bytes:
-        path = ps.require_latest(d).with_suffix(".html") if name is None else ps.resolve_name(d, name, suffix="html")
+    def page(path: Path) -> bytes:
         try:
             return path.read_bytes()
         except FileNotFoundError:
             raise NotFound(ps.PROOF_NOT_FOUND, f"{path.name} is not in the proofs directory") from None
 
-    data = await st.run(page)
+    if name is None:
+        data = await st.run(ps.on_latest, d, lambda latest: page(latest.with_suffix(".html")))
+    else:
+        data = await st.run(lambda: page(ps.resolve_name(d, name, suffix="html")))
     return Response(data, media_type="text/html; charset=utf-8",
                     headers={"Content-Security-Policy": PAGE_CSP, "X-Content-Type-Options": "nosniff",
                              "Referrer-Policy": "no-referrer", "Cache-Control": "no-cache"})

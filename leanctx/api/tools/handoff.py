@@ -99,7 +99,6 @@ store; apply_workflow: the sender's tasks it still owns become yours, leased if 
 others are reported with the reason) | list | show(handoff_id).""")
 def ctx_handoff(lc: Any, caller: Caller, a: HandoffArgs) -> dict[str, Any]:
     from ...commands.handoff import CreateHandoff, ImportHandoff
-    from ...commands.tasks import DEFAULT_LEASE_SECONDS
 
     if a.action == "create":
         v = _dispatch(lc, caller, CreateHandoff(knowledge=a.knowledge, diary_limit=a.diary_limit, message=a.message))
@@ -116,10 +115,9 @@ def ctx_handoff(lc: Any, caller: Caller, a: HandoffArgs) -> dict[str, Any]:
                 raise InvalidInput("HANDOFF_INVALID", f"cannot read {a.path}: {exc}") from None
         else:
             text = a.bundle or ""
-        lease = DEFAULT_LEASE_SECONDS if a.lease_seconds is None else a.lease_seconds
         v = _dispatch(lc, caller, ImportHandoff(bundle=text, apply_knowledge=a.apply_knowledge,
                                                 apply_session=a.apply_session, apply_workflow=a.apply_workflow,
-                                                lease_seconds=lease))
+                                                lease_seconds=a.lease_seconds))
         return {"text": imported_text(v), "import": v}
     if a.action == "list":
         return list_handoffs(lc)

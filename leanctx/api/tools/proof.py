@@ -37,7 +37,7 @@ def ctx_proof(lc: Any, caller: Caller, a: ProofArgs) -> dict[str, Any]:
         c = ps.create(lc, caller.project)
         return {"text": ps.created_text(c), **msgspec.structs.asdict(c)}
     if a.action == "latest":
-        info = ps.describe(ps.require_latest(ps.proofs_dir(lc)))
+        info = ps.on_latest(ps.proofs_dir(lc), ps.describe)
         return {"text": ps.info_text(info), **msgspec.structs.asdict(info)}
     ans = ps.verify_named(lc, a.file)
     return {"text": ps.verify_text(ans), **msgspec.structs.asdict(ans)}

@@ -14,8 +14,9 @@ class AgentRegistered(Event, tag="agent.registered"):
     """An agent joined a project and got an identity. ``public_key`` (base64 of the raw 32-byte
     Ed25519 key) and ``fingerprint`` name the agent's signing key, created at its first
     registration in the registering process's data dir (``keys/<agent_id>.key``): handoffs it
-    signs with that key are trusted by importers of this log. Both are null when the key could
-    not be created or read (the registration still happened)."""
+    signs with that key are trusted by importers of this log. The first key recorded since the
+    agent last deregistered stays its key. Both are null when the key could not be created or
+    read, or when a rejoin brought another key than that one (the registration still happened)."""
 
     agent_id: str
     name: str

@@ -559,3 +559,73 @@ def test_tap_expected_actual_are_repeats_only_when_the_message_compares_them() -
     # the same values named in a message that does not compare them: the fields say what was compared
     prose = compress("node --test", block("    got '1h' where the docs promise '60m'\n"), "", 1)
     assert "expected: '60m'" in prose.text and "actual: '1h'" in prose.text
+
+
+# ----------------------------------------------------------------------------- edge cases
+
+
+def test_a_tap_block_cut_short_does_not_swallow_the_next_test() -> None:
+    # a passing test's YAML block without its closing "..." (output truncated or interleaved)
+    out = ("TAP version 13\nok 1 - adds\n  ---\n  duration_ms: 0.5\nnot ok 2 - subtracts\n  ---\n  duration_ms: 0.7\n"
+           "  location: '/p/t.js:3:1'\n  error: 'boom'\n  ...\n# tests 2\n# pass 1\n# fail 1\n")
+    c = compress("node --test", out, "", 1)
+    assert "not ok 2 - subtracts" in c.text and "location: '/p/t.js:3:1'" in c.text
+    assert "subtracts" in c.must_keep and c.omitted_lines == 7  # "ok 1" + its block, "---"/"..." of both
+
+
+def test_a_traceback_header_is_dropped_only_before_its_frames() -> None:
+    # a doctest in a file: the header is followed by "...", not by frames that say it again
+    doc = "Usage:\n\n>>> ratio(1, 0)\nTraceback (most recent call last):\n    ...\nZeroDivisionError: division by zero\n"
+    manual = "".join(f"line {i} of the manual, with words {i * 7}\n" for i in range(200))
+    c = compress("cat README.md", doc + manual, "", 0)
+    assert c.pattern == "traceback" and "\nTraceback (most recent call last):\n" in c.text
+    assert c.blank_lines == 1  # the empty line only
+    crash = 'Traceback (most recent call last):\n  File "w.py", line 3, in <module>\n    main()\nValueError: x\n'
+    c = compress("python w.py", "", crash * 4, 1)
+    assert "Traceback" not in c.text and c.text.count("w.py:3 in <module>") == 4
+
+
+def test_pytest_paths_relative_to_rootdir_still_go_through_the_generic_pass() -> None:
+    head = ("============================= test session starts ==============================\n"
+            "rootdir: /home/dev/proj\ncollected 3 items\n\ntests/test_m.py ...  [100%]\n\n"
+            "=============================== warnings summary ===============================\n")
+    warns = "".join(f"tests/test_m.py::test_{i}\n  /home/dev/proj/src/m.py:{i}: DeprecationWarning: old api\n"
+                    f"    warnings.warn('old')\n\n" for i in range(300))
+    out = head + warns + "============ 3 passed, 300 warnings in 0.05s ============\n"
+    c = compress("pytest", out, "", 0)
+    assert "  src/m.py:0: DeprecationWarning: old api" in c.text and "/home/dev/proj/" not in c.text
+    assert "lines omitted (middle of output)" in c.text and c.sent_tokens < c.raw_tokens / 10
+    # only a path that starts at the rootdir is rewritten, and "rootdir: /" rewrites none
+    other = head + "  /mnt/home/dev/proj/src/m.py:1: DeprecationWarning: x\n============ 3 passed in 0.05s ============\n"
+    assert "/mnt/home/dev/proj/src/m.py:1" in compress("pytest", other, "", 0).text
+    at_root = other.replace("rootdir: /home/dev/proj", "rootdir: /")
+    assert "/mnt/home/dev/proj/src/m.py:1" in compress("pytest", at_root, "", 0).text
+
+
+def test_git_pull_states_a_mode_other_than_a_plain_files() -> None:
+    out = "".join(f"{x}\n" for x in [
+        "Updating 3c179fe..b4b263b", "Fast-forward", " run.sh | 5 +++++", " shop/a.py | 2 ++",
+        " 2 files changed, 7 insertions(+)", " create mode 100755 run.sh", " create mode 100644 shop/a.py",
+        " create mode 120000 latest",
+    ])
+    c = compress("git pull", out, "", 0)
+    assert "changed: run.sh 5+ (new mode 100755), shop/a.py 2+ (new)" in c.text
+    assert "created: latest (mode 120000)" in c.text
+
+
+def test_compression_time_is_linear_in_the_number_of_facts() -> None:
+    """Every must-keep fact is checked against the text: per fact in the piece that shows it,
+    not in the whole text (facts × text: ~40 s for these outputs before)."""
+    import time
+
+    n = 40_000
+    status = "On branch main\nChanges not staged for commit:\n" + "".join(f"\tmodified:   src/f{i}.py\n" for i in range(n))
+    crash = "".join(f'Traceback (most recent call last):\n  File "/srv/app/pkg/m{i}.py", line {i}, in f\n'
+                    f"    x = y\nValueError: bad {i}\n" for i in range(n // 4))
+    lint = "".join(f"warning: unused variable `x{i}`\n --> src/lib.rs:{i}:9\n  |\n{i} |     let x{i} = 1;\n"
+                   f"  |         ^^ help: prefix\n  |\n\n" for i in range(n // 7))
+    for cmd, out in (("git status", status), ("python w.py", crash), ("cargo build", lint)):
+        t = time.perf_counter()
+        c = compress(cmd, out, "", 1)
+        assert time.perf_counter() - t < 8, cmd  # ~0.5 s here
+        assert not any(line.startswith("[kept]") for line in c.text.splitlines())

@@ -387,3 +387,41 @@ MULTILINE: list[tuple[str, str, str]] = [
 @pytest.mark.parametrize(("path", "src", "row"), MULTILINE, ids=[m[0] for m in MULTILINE])
 def test_multiline_parameters_keep_every_parameter_and_the_return_type(path: str, src: str, row: str) -> None:
     assert row in read(path, src, "signatures").text.splitlines()
+
+
+# Less common syntax: every declaration is found, with its generic parameters and, for a type
+# alias, its value (the type); a declaration's body (a macro's rules) is not shown.
+UNCOMMON: list[tuple[str, str, list[str]]] = [
+    ("a.ts", "export type Pair<T> = [T, T] | Array<Record<string, T>>;\ntype Fn<A = string> = (a: A) => void;\n",
+     ["1 export type Pair<T> = [T, T] | Array<Record<string, T>>", "2 type Fn<A = string> = (a: A) => void"]),
+    ("a.rs", "pub type Res<T> = std::result::Result<T, Error>;\n", ["1 pub type Res<T> = std::result::Result<T, Error>"]),
+    ("a.go", "package p\n\ntype Set[T comparable] = map[T]struct{}\n", ["3 Set[T comparable] = map[T]struct{}"]),
+    ("a.ts", "namespace NS {\n  export interface I { m(): void }\n}\nmodule M { function f(x: number): void {} }\n",
+     ["1 namespace NS", "2   export interface I", "2     m(): void", "4 module M", "4   f(x: number): void"]),
+    ("a.rs", 'extern "C" {\n    fn cfun(x: i32) -> i32;\n}\nmacro_rules! m { () => { 1 } }\n',
+     ['1 extern "C"', "2   cfun(x: i32)->i32", "4 macro_rules! m"]),
+    ("a.ts", ("export function over(x: string): string;\nexport function over(x: number): number;\n"
+              "export function over(x: any): any { return x; }\n"),
+     ["1 export over(x: string): string", "2 export over(x: number): number", "3 export over(x: any): any"]),
+    ("a.rs", ("impl<T, U> Tr<U> for W<T>\nwhere\n    T: Clone,\n{\n    fn go<'a>(&'a self, x: &'a T) -> Option<&'a U>\n"
+              "    where\n        T: 'a,\n    {\n        None\n    }\n}\n"),
+     ["1 impl<T, U> Tr<U> for W<T> where T: Clone", "5   go<'a>(&'a self, x: &'a T)->Option<&'a U> where T: 'a"]),
+    ("a.py", ("type Pair[T] = tuple[T, T]\n\n@cache_for(60)\nasync def fetch[T](url: str, *, kind: type[T]) -> T:\n    pass\n\n"
+              "class Outer[T](Base):\n    class Inner:\n        @overload\n        def m(self, a: int, /, *, c: int = 1) -> int: ...\n"),
+     ["1 type Pair[T] = tuple[T, T]", "3 @cache_for(60) async fetch[T](url: str, *, kind: type[T])->T",
+      "7 class Outer[T](Base)", "8   class Inner", "9     @overload m(a: int, /, *, c: int=1)->int"]),
+    ("a.go", "package p\n\nfunc Map[T any, U comparable](xs []T, f func(T) U) []U {\n\treturn nil\n}\n",
+     ["3 Map[T any, U comparable](xs []T, f func(T) U) []U"]),
+    ("a.swift", 'func greet(name: String = "x", times: Int = 1) -> String { return name }\n',
+     ['1 greet(name: String="x", times: Int=1)->String']),  # a default beside its parameter: no spaces
+]
+
+
+@pytest.mark.parametrize(("path", "src", "rows"), UNCOMMON, ids=[f"{i}-{u[0]}" for i, u in enumerate(UNCOMMON)])
+def test_uncommon_syntax_keeps_every_declaration_whole(path: str, src: str, rows: list[str]) -> None:
+    assert read(path, src, "signatures").text.splitlines()[:-1] == rows
+    lang = detect_language(path, src)
+    full, compact = extract_symbols(path, src, lang), compact_symbols(path, src, lang)
+    for f, c in zip(full, compact, strict=True):
+        missing, extra = _lost_words(f.signature, c.signature)
+        assert not extra and set(missing) <= _DROPPABLE, (f.signature, c.signature, missing)

@@ -176,8 +176,10 @@ class _CompactWalker(_ts._Walker):  # reuse the walk, render compactly
                     edits.append((c.start_byte, name.start_byte, b""))
             elif c.type == "->" and c.prev_sibling is not None and c.next_sibling is not None:
                 edits.append((c.prev_sibling.end_byte, c.next_sibling.start_byte, b"->"))
-            elif c.type == "=" and c.prev_sibling is not None and "parameter" in c.prev_sibling.type:
-                self._default_value(c, edits)  # Swift: a default beside its parameter
+            elif c.type == "=" and c.prev_sibling is not None and c.prev_sibling.type == "parameter":
+                # Swift: a default beside its parameter (not the value of a generic type alias,
+                # ``type Res<T> = ...``, whose "=" follows its type_parameters)
+                self._default_value(c, edits)
 
     def _scan(self, n: Any, start: int, end: int, body: Any | None, edits: list[tuple[int, int, bytes]],
               in_type: bool, literal: bool) -> None:
@@ -317,12 +319,4 @@ def compact_symbols(path: str, text: str, language: str) -> list[Symbol]:
     """Declarations of ``text`` with compact signatures (tree-sitter), else the regex fallback."""
     if not _ts.supported(language):
         return _regex.extract(text)
-    src = text.encode("utf-8")
-    tree = _ts.parser_for(language).parse(src)
-    w = _CompactWalker(language, src)
-    w.walk(tree.root_node, 0, "")
-    syms = w.out
-    if language == "haskell":  # equations of a function that has a type signature are redundant
-        typed = {s.name for s in syms if s.kind == "function" and "::" in s.signature}
-        syms = [s for s in syms if not (s.name in typed and "::" not in s.signature)]
-    return syms
+    return _ts.extract(language, text, _CompactWalker)

@@ -108,10 +108,11 @@ def compress(
     finish(b)
     b.settle(lambda t: count_tokens(t, encoding))
     text = b.render(exit_code)
-    missing = [f for f in b.facts if f not in text]
+    missing = b.missing_facts(text)
     if missing:  # a pattern rewrote a fact away: restore it verbatim rather than lose it
         text = text + "\n" + "\n".join(f"[kept] {f}" for f in missing)
-    facts = list(b.facts)
+    fact_lines = b.fact_lines()
+    facts = [f for _, f in fact_lines]
     if exit_code != 0:
         facts.append(f"exit {exit_code}")
     sent_tokens = count_tokens(text, encoding)
@@ -129,7 +130,10 @@ def compress(
             omitted_lines=0,
             blank_lines=0,
             omissions=[],
-            must_keep=[f for f in facts if f in raw],  # raw output: every line is there verbatim
+            # raw output: every line is there verbatim (a fact is looked for in its own line first:
+            # searching the whole output for each fact would cost facts × output)
+            must_keep=[f for i, f in fact_lines if f in raw_lines[i] or f in raw]
+            + ([f"exit {exit_code}"] if exit_code != 0 else []),
         )
     omissions = b.omissions()
     return Compressed(

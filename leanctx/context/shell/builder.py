@@ -74,6 +74,7 @@ class Builder:
         self._footer: dict[str, list[int]] = {}
         self._inline_runs: list[tuple[list[int], str, int]] = []  # (lines, reason, seq of the marker piece)
         self._dropped: set[int] = set()  # seqs of marker pieces withdrawn by settle()
+        self._shown_by: dict[int, int] = {}  # line -> seq of the piece that shows it
         self.notes: list[str] = []  # short notes appended to the footer marker (e.g. columns)
 
     # ------------------------------------------------------------------ marking
@@ -92,9 +93,19 @@ class Builder:
     def rewrite(self, i: int, text: str) -> None:
         """Keep line ``i`` as ``text`` (a more compact form of it). For a must-keep line whose
         fact the new text no longer contains, the fact becomes the new text."""
+        self._refact(i, text)
+        self.keep(i, text)
+
+    def restate(self, i: int, text: str) -> None:
+        """Line ``i`` reads ``text`` from now on (a more compact form of it) and stays pending:
+        the generic pass keeps, folds or omits it like any other line. Its fact, as in
+        :meth:`rewrite`."""
+        self._refact(i, text)
+        self.lines[i] = text
+
+    def _refact(self, i: int, text: str) -> None:
         if i in self.must and self._facts.get(i, "") not in text:
             self.must_keep(i, text)
-        self.keep(i, text)
 
     def release(self, i: int) -> None:
         """A pattern that knows line ``i`` repeats a fact kept elsewhere (a failing test's
@@ -102,12 +113,37 @@ class Builder:
         self.must.discard(i)
         self._facts.pop(i, None)
 
+    def fact_lines(self) -> list[tuple[int, str]]:
+        """``(line, fact)`` for each distinct fact, at the first line that states it."""
+        out: dict[str, int] = {}
+        for i in sorted(self._facts):
+            out.setdefault(self._facts[i], i)
+        return [(i, f) for f, i in out.items()]
+
     @property
     def facts(self) -> list[str]:
-        out: list[str] = []
-        for i in sorted(self._facts):
-            if self._facts[i] not in out:
-                out.append(self._facts[i])
+        return [f for _, f in self.fact_lines()]
+
+    def missing_facts(self, text: str) -> list[str]:
+        """The facts that ``text`` (what :meth:`render` returned) does not contain. Each is looked
+        for first in the piece that shows its line (from where the previous fact of that piece
+        was found), and only then in the whole text: about linear in the size of the text, where
+        ``f in text`` for every fact costs facts × text."""
+        pieces = {seq: t for _, seq, t in self._pieces}
+        cursor: dict[int, int] = {}
+        out = []
+        for i, f in self.fact_lines():
+            seq = self._shown_by.get(i)
+            if seq is not None and seq not in self._dropped:
+                piece = pieces[seq]
+                k = piece.find(f, cursor.get(seq, 0))
+                if k < 0:  # a piece may state its facts out of line order
+                    k = piece.find(f)
+                if k >= 0:
+                    cursor[seq] = k
+                    continue
+            if f not in text:
+                out.append(f)
         return out
 
     def pending(self, idxs: Iterable[int] | None = None) -> list[int]:
@@ -118,7 +154,10 @@ class Builder:
         return self.state[i] == State.PENDING
 
     # ------------------------------------------------------------------ emitting
-    def _put(self, pos: float, text: str) -> None:
+    def _put(self, pos: float, text: str, shows: Iterable[int] = ()) -> None:
+        """Add a piece of output at ``pos``; ``shows``: the raw lines it stands for."""
+        for i in shows:
+            self._shown_by[i] = self._seq
         self._pieces.append((pos, self._seq, text))
         self._seq += 1
 
@@ -131,7 +170,7 @@ class Builder:
     def keep(self, i: int, text: str | None = None) -> None:
         """Keep line ``i`` (as ``text`` if given, e.g. a more compact rewrite)."""
         if self._claim([i], State.KEPT):
-            self._put(i, self.lines[i] if text is None else text)
+            self._put(i, self.lines[i] if text is None else text, [i])
 
     def keep_all(self, idxs: Iterable[int]) -> None:
         for i in idxs:
@@ -141,7 +180,7 @@ class Builder:
         """One output line standing for several raw lines (all counted as kept)."""
         got = self._claim(idxs, State.KEPT)
         if got:
-            self._put(min(got) if pos is None else pos, text)
+            self._put(min(got) if pos is None else pos, text, got)
 
     def fold(self, idxs: Sequence[int], text: str) -> None:
         """Exact repeats: the first line is kept as ``text``, the others are folded into it."""
@@ -149,7 +188,7 @@ class Builder:
         if not got:
             return
         self.state[got[0]] = State.KEPT
-        self._put(got[0], text)
+        self._put(got[0], text, got)
 
     def boilerplate(self, idxs: Iterable[int]) -> None:
         """Lines of a tool's fixed advice text (``  (use "git add <file>..." to ...)``,
@@ -212,7 +251,7 @@ class Builder:
     def _restore(self, idxs: Iterable[int]) -> None:
         for i in idxs:
             self.state[i] = State.KEPT
-            self._put(i, self.lines[i])
+            self._put(i, self.lines[i], [i])
 
     def settle(self, tokens: Callable[[str], int]) -> None:
         """Never pay more for an announcement than for what it announces: omitted lines that

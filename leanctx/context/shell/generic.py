@@ -17,11 +17,8 @@ from collections.abc import Sequence
 from leanctx.context.shell.builder import Builder
 from leanctx.context.shell.text import is_blank, is_progress, normalize_for_similarity
 
-__all__ = ["FACT_RE", "LOCATION_RE", "SUMMARY_RE", "detect_facts", "finish", "shorten"]
+__all__ = ["FACT_RE", "SUMMARY_RE", "detect_facts", "finish", "shorten"]
 
-LOCATION_RE = re.compile(
-    r"(?:[\w.~/\\-]*[\w-]\.[A-Za-z]{1,6}|Makefile|Dockerfile)(?::\d+(?::\d+)?|\(\d+(?:,\d+)?\))"
-)
 FACT_RE = re.compile(
     r"""(?ix)
       \b(?:error|fatal|panic(?:ked)?|exception|traceback|failed|failure|segmentation\ fault)\b

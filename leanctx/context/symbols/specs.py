@@ -46,6 +46,8 @@ _JS = LangSpec(
     containers=frozenset({"class_declaration", "class", "abstract_class_declaration", "interface_declaration",
                           "internal_module", "module"}),
     wrappers=frozenset({"export_statement", "ambient_declaration"}),
+    # a bare ``namespace X { }`` / ``module X { }`` is parsed as an expression statement
+    scopes=frozenset({"expression_statement"}),
     bodies=_BLOCKS | frozenset({"arrow_function"}),
     needs_child={"lexical_declaration": frozenset({"arrow_function", "function_expression", "function"}),
                  "variable_declaration": frozenset({"arrow_function", "function_expression", "function"})},
@@ -70,9 +72,10 @@ SPECS: Final[dict[str, LangSpec]] = {
     "rust": LangSpec(
         defs={"function_item": "function", "function_signature_item": "function", "struct_item": "struct",
               "enum_item": "enum", "union_item": "union", "trait_item": "trait", "impl_item": "impl",
-              "type_item": "type", "mod_item": "module", "macro_definition": "macro"},
-        containers=frozenset({"trait_item", "impl_item", "mod_item"}),
-        bodies=_BLOCKS,
+              "type_item": "type", "mod_item": "module", "macro_definition": "macro",
+              "foreign_mod_item": "module"},  # extern "C" { fn f(); }: the functions it declares
+        containers=frozenset({"trait_item", "impl_item", "mod_item", "foreign_mod_item"}),
+        bodies=_BLOCKS | frozenset({"macro_rule"}),  # a macro's rules are its body
     ),
     "go": LangSpec(
         defs={"function_declaration": "function", "method_declaration": "method", "type_spec": "type",

@@ -358,11 +358,12 @@ def _declarator_name(node: Any) -> Any | None:
     return None
 
 
-def extract(language: str, text: str) -> list[Symbol]:
-    """All declarations of ``text`` in ``language`` (must be :func:`supported`)."""
+def extract(language: str, text: str, walker: type[_Walker] = _Walker) -> list[Symbol]:
+    """All declarations of ``text`` in ``language`` (must be :func:`supported`); ``walker``
+    renders their signatures (the ``signatures`` mode passes its compact one)."""
     src = text.encode("utf-8")
     tree = parser_for(language).parse(src)
-    w = _Walker(language, src)
+    w = walker(language, src)
     w.walk(tree.root_node, 0, "")
     syms = w.out
     if language == "haskell":  # equations of a function that has a type signature are redundant

@@ -10,7 +10,6 @@ import msgspec
 
 from leanctx.context.shell.builder import Builder
 from leanctx.context.shell.dispatch import Command
-from leanctx.context.shell.generic import LOCATION_RE
 
 __all__ = [
     "CODE_FRAME_RE",
@@ -18,12 +17,11 @@ __all__ = [
     "RULER_RE",
     "Ctx",
     "Pattern",
-    "abbreviate",
     "common_dir",
     "compiler_diagnostics",
     "drop_rulers",
-    "group_list",
     "python_traceback",
+    "shared_dir",
 ]
 
 
@@ -126,14 +124,15 @@ def python_traceback(b: Builder, idxs: Sequence[int] | None = None) -> None:
     source: list[int] = []
     headers: list[int] = []
     in_tb = False
-    frames = [(i, m) for i in rng if (m := _TB_FILE.match(b.lines[i]))]
-    prefix = common_dir([m.group(1) for _, m in frames if m.group(1).startswith("/")])
-    short = abbreviate(b, prefix, frames[0][0] - 0.5) if prefix else (lambda t: t)
+    short = shared_dir(b, [i for i in rng if _TB_FILE.match(b.lines[i])])
     for i in rng:
         line = b.lines[i]
         if line.rstrip() == "Traceback (most recent call last):":
             in_tb = True
-            headers.append(i)  # fixed text: the File/line frames that follow say it is a traceback
+            # fixed text, said again by the File/line frames that follow it (when they do: a
+            # header followed by anything else, such as a doctest's "...", is kept)
+            if i + 1 < b.n and _TB_FILE.match(b.lines[i + 1]):
+                headers.append(i)
             continue
         if not in_tb:
             continue
@@ -156,15 +155,6 @@ def python_traceback(b: Builder, idxs: Sequence[int] | None = None) -> None:
     b.boilerplate(headers)
 
 
-def group_list(items: Sequence[str], per_line: int = 0) -> str:
-    """Join short items on one line."""
-    return ", ".join(items)
-
-
-def locations(text: str) -> list[str]:
-    return LOCATION_RE.findall(text)
-
-
 _ABS_PATH = re.compile(r"(?<![\w.~/-])/(?:[\w.@+-]+/)+[\w.@+-]+")
 ABBREV = "…/"
 
@@ -183,8 +173,13 @@ def common_dir(texts: Sequence[str], min_uses: int = 3) -> str:
     return prefix.rstrip("/") + "/"
 
 
-def abbreviate(b: Builder, prefix: str, pos: float) -> Callable[[str], str]:
-    """Announce ``…/ = prefix`` once (at ``pos``) and return the function that writes a line
-    with the prefix abbreviated."""
-    b.note(pos, f"[{ABBREV} = {prefix}]")
+def shared_dir(b: Builder, idxs: Sequence[int]) -> Callable[[str], str]:
+    """The directory the absolute paths of lines ``idxs`` share (:func:`common_dir`), written
+    once: ``[…/ = prefix]`` is announced before the first of those lines that uses it, and the
+    function returned writes a text with the prefix abbreviated (unchanged when there is none)."""
+    prefix = common_dir([b.lines[i] for i in idxs])
+    if not prefix:
+        return lambda text: text
+    first = next((i for i in idxs if prefix in b.lines[i]), idxs[0])
+    b.note(first - 0.5, f"[{ABBREV} = {prefix}]")
     return lambda text: text.replace(prefix, ABBREV)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+
 from leanctx.context.shell.builder import Builder
 from leanctx.context.shell.patterns.common import Ctx
 from leanctx.context.shell.text import squeeze_spaces
@@ -300,7 +301,7 @@ _TRANSFER_NOISE = re.compile(
 )
 _REF = re.compile(r"^\s+(?:[+*!=-] )?\s*(\S+\.\.\.?\S+|\[new (?:branch|tag|ref)\]|\[deleted\]|\[up to date\]|\[rejected\]|branch|tag)\s+(\S+)\s+->\s+(\S+)")
 _STAT = re.compile(r"^ (\S.*?)\s+\|\s+(\d+ [+-]*|Bin .*)$")
-_MODE = re.compile(r"^ (create|delete|rename|copy) mode (?:\d+ )?(.+)$")
+_MODE = re.compile(r"^ (create|delete|rename|copy) mode (?:(\d+) )?(.+)$")
 
 
 def _stat_count(count: str) -> str:
@@ -314,7 +315,7 @@ def _stat_count(count: str) -> str:
 
 def _transfer(b: Builder) -> None:
     noise: list[int] = []
-    modes: dict[str, list[tuple[int, str]]] = {}
+    modes: dict[str, list[tuple[int, str, str]]] = {}  # kind -> (line, path, " mode N" or "")
     stats: list[tuple[int, str]] = []  # (line, path)
     counts: list[str] = []
     for i, line in enumerate(b.lines):
@@ -324,7 +325,9 @@ def _transfer(b: Builder) -> None:
             b.must_keep(i, f"{m.group(2)} -> {m.group(3)}")
             b.keep(i, re.sub(r"\s+", " ", line.strip()))  # column padding carries nothing
         elif m := _MODE.match(line):
-            modes.setdefault(m.group(1), []).append((i, m.group(2)))
+            # a mode other than a plain file's (100755: executable, 120000: symlink) is stated
+            mode = "" if m.group(2) in {None, "100644"} else f" mode {m.group(2)}"
+            modes.setdefault(m.group(1), []).append((i, m.group(3), mode))
         elif m := _STAT.match(line):
             stats.append((i, m.group(1).strip()))
             counts.append(m.group(2).strip())
@@ -342,17 +345,17 @@ def _transfer(b: Builder) -> None:
     said: list[int] = []
     texts = [f"{path} {_stat_count(c)}" for (_, path), c in zip(stats, counts)]
     for kind, items in modes.items():
-        for i, p in items:
+        for i, p, mode in items:
             b.must_keep(i, p)
             k = stat_at.get(p)
             if k is not None and kind in mark:
-                texts[k] += f" ({mark[kind]})"
+                texts[k] += f" ({mark[kind]}{mode})"
                 said.append(i)
             else:
-                rest.setdefault(kind, []).append((i, p))
+                rest.setdefault(kind, []).append((i, p + (f" ({mode.strip()})" if mode else "")))
     if stats:
         b.represent([i for i, _ in stats] + said, "changed: " + ", ".join(texts))
-    for kind, items in rest.items():
+    for kind, entries in rest.items():
         label = {"create": "created", "delete": "deleted", "rename": "renamed", "copy": "copied"}[kind]
-        b.represent([i for i, _ in items], f"{label}: " + ", ".join(p for _, p in items))
+        b.represent([i for i, _ in entries], f"{label}: " + ", ".join(p for _, p in entries))
     b.omit(noise, "transfer progress", inline=False)

@@ -47,14 +47,13 @@ def go(b: Builder, ctx: Ctx) -> None:
     # a bare PASS/FAIL line restates the result of the package line that follows it (and the
     # last FAIL the run's): each is stated by that package line, not printed again
     said: dict[int, list[int]] = {k: [] for k in pkgs}
+    last = {status: k for k in pkgs for status in ("ok", "FAIL") if b.lines[k].startswith(status)}
     for i in bare:
         status = "ok" if b.lines[i].strip() == "PASS" else "FAIL"
-        after = [k for k in pkgs if k > i and b.lines[k].startswith(status)]
-        before = [k for k in pkgs if k < i and b.lines[k].startswith(status)]
-        if after and after[0] == i + 1:
-            said[after[0]].append(i)
-        elif before and not after:
-            said[before[-1]].append(i)
+        if i + 1 in said and b.lines[i + 1].startswith(status):  # the package line right below
+            said[i + 1].append(i)
+        elif status in last and last[status] < i:  # none below: the last one above
+            said[last[status]].append(i)
         else:
             b.must_keep(i)
             b.keep(i)

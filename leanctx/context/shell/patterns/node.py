@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable
 
 from leanctx.context.shell.builder import Builder
 from leanctx.context.shell.dispatch import parse_command
-from leanctx.context.shell.patterns.common import (
-    Ctx,
-    abbreviate,
-    common_dir,
-    drop_rulers,
-)
+from leanctx.context.shell.patterns.common import Ctx, drop_rulers, shared_dir
 from leanctx.context.shell.text import squeeze_spaces
 
 __all__ = ["eslint", "jest", "node_error", "npm", "tap", "tsc"]
@@ -172,9 +168,7 @@ def tap(b: Builder, ctx: Ctx) -> None:
     repeats: list[int] = []
     summary: list[int] = []
     # node's runner writes absolute locations and stack frames: the project directory once
-    prefix = common_dir(b.lines)
-    first = next((k for k, ln in enumerate(b.lines) if prefix and prefix in ln), 0)
-    short = abbreviate(b, prefix, first - 0.5) if prefix else (lambda t: t)
+    short = shared_dir(b, range(b.n))
     i = 0
     while i < b.n:
         line = b.lines[i]
@@ -210,25 +204,39 @@ def tap(b: Builder, ctx: Ctx) -> None:
 _TAP_NOISE_KEYS = {"duration_ms", "failureType", "code", "name", "type"}
 
 
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _tap_block_end(b: Builder, i: int, indent: int) -> int:
+    """The ``...`` line closing the YAML block whose content starts at ``i``; a block cut short
+    (output truncated, another stream interleaved) ends before the first line indented less
+    than its ``---``: the test lines after it are not part of it."""
+    while i < b.n:
+        line = b.lines[i]
+        if line.strip() and (_indent(line) < indent or (_indent(line) == indent and line.strip() == "...")):
+            return i
+        i += 1
+    return i
+
+
 def _tap_block(b: Builder, i: int, keep: bool, noise: list[int], repeats: list[int],
                short: Callable[[str], str]) -> int:
     """The YAML block (``---`` .. ``...``) after a test line."""
     if i >= b.n or b.lines[i].strip() != "---":
         return i
-    indent = len(b.lines[i]) - len(b.lines[i].lstrip())
+    indent = _indent(b.lines[i])
     noise.append(i)
     i += 1
+    end = _tap_block_end(b, i, indent)
     key = ""
     # the error message shows both values: "+ actual - expected" with a diff, or, for short
     # values, the comparison itself ("'1h' !== '60m'")
-    diff = _compared_in_message(b, i, indent)
-    while i < b.n:
+    diff = _compared_in_message(b, i, end, indent)
+    while i < end:
         line = b.lines[i]
         s = line.strip()
-        if s == "..." and len(line) - len(line.lstrip()) == indent:
-            noise.append(i)
-            return i + 1
-        if len(line) - len(line.lstrip()) == indent and (km := re.match(r"^(\w+):", s)):
+        if _indent(line) == indent and (km := re.match(r"^(\w+):", s)):
             key = km.group(1)
         if not keep:
             noise.append(i)
@@ -251,21 +259,22 @@ def _tap_block(b: Builder, i: int, keep: bool, noise: list[int], repeats: list[i
                 b.must_keep(i, short(s))
             b.keep(i, short(line))
         i += 1
-    return i
+    if end < b.n and b.lines[end].strip() == "..." and _indent(b.lines[end]) == indent:
+        noise.append(end)
+        return end + 1
+    return end
 
 
-def _compared_in_message(b: Builder, i: int, indent: int) -> bool:
-    """Whether the YAML block starting at ``i`` has an error message line ``<actual> <op>
+def _compared_in_message(b: Builder, i: int, end: int, indent: int) -> bool:
+    """Whether the YAML block ``[i, end)`` has an error message line ``<actual> <op>
     <expected>`` made of its one-line ``actual:`` and ``expected:`` values."""
     fields: dict[str, str] = {}
     body: list[str] = []
-    while i < b.n and not (b.lines[i].strip() == "..." and len(b.lines[i]) - len(b.lines[i].lstrip()) == indent):
-        line = b.lines[i]
-        if len(line) - len(line.lstrip()) == indent and (km := re.match(r"^(\w+):\s*(.*)$", line.strip())):
+    for line in b.lines[i:end]:
+        if _indent(line) == indent and (km := re.match(r"^(\w+):\s*(.*)$", line.strip())):
             fields[km.group(1)] = km.group(2)
         else:
             body.append(line.strip())
-        i += 1
     actual, expected = fields.get("actual", ""), fields.get("expected", "")
     if not actual or not expected or actual in {"|-", "|", ">-"} or expected in {"|-", "|", ">-"}:
         return False
@@ -339,10 +348,10 @@ def tsc(b: Builder, ctx: Ctx) -> None:
             per_file.append(i)
     # --pretty ends with an "Errors  Files" table: per-file counts of the diagnostics listed
     # above, each file with its first line; when every diagnostic line is shown it says nothing new
-    listed = [m.group(1) for ln in b.lines if (m := _TSC_LINE.match(ln))]
+    listed = Counter(m.group(1) for ln in b.lines if (m := _TSC_LINE.match(ln)))
     if table is not None:
         rows = [re.match(r"^\s+(\d+)\s+(\S+?)(?::\d+)?$", b.lines[i]) for i in per_file]
-        if all(r and listed.count(r.group(2)) == int(r.group(1)) for r in rows):
+        if all(r and listed[r.group(2)] == int(r.group(1)) for r in rows):
             b.omit([table, *per_file], "per-file count table", inline=False)
         else:
             b.keep(table)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 
 from leanctx.context.shell.builder import Builder
 from leanctx.context.shell.patterns.common import Ctx, drop_rulers, python_traceback
@@ -24,8 +25,9 @@ _NESTED_WHERE = re.compile(r"^\s*\+ {3,}(?:where|and)\b")
 
 
 _SHORT = re.compile(r"^(FAILED|ERROR) (\S+)(?: - .*)?$")
+# pytest's notes on what it left out of a diff (with a count, mostly): omitted and announced
 _E_HINT = re.compile(
-    r"^E\s+(?:Omitting \d+ identical items?, use -vv? to show|Use -vv? to get (?:more|the full) diff"
+    r"^E\s+(?:Omitting \d+ identical items?, use -vv? to show"
     r"|\.\.\.Full output truncated(?: \(\d+ lines? hidden\))?, use '-vv?' to show)\s*$"
 )
 # the same words in every run (no count in them): pytest's fixed advice
@@ -59,10 +61,10 @@ def pytest(b: Builder, ctx: Ctx) -> None:
     collected: int | None = None
     finished = False  # the final "N failed, M passed in Xs" line was seen
     e_base = 0  # indentation after "E" of the block's first E line
-    root = next((m.group(1).rstrip("/") + "/" for ln in b.lines[:12] if (m := _ROOTDIR.match(ln))), "")
+    relative = _relative_to_rootdir(b.lines[:12])
 
     def put(i: int, text: str) -> None:
-        b.rewrite(i, text.replace(root, "") if root else text)
+        b.rewrite(i, relative(text))
 
     for i, line in enumerate(b.lines):
         s = line.strip()
@@ -139,7 +141,7 @@ def pytest(b: Builder, ctx: Ctx) -> None:
                 else:
                     e_extra.append(i)
             elif _LOCATION.match(s):
-                b.must_keep(i, s.rstrip(": ").replace(root, "") if root else s.rstrip(": "))
+                b.must_keep(i, relative(s.rstrip(": ")))
                 put(i, s)
             elif sm := _SUBSECTION.match(line):
                 b.keep(i, f"-- {sm.group(1)} --")
@@ -192,10 +194,9 @@ def pytest(b: Builder, ctx: Ctx) -> None:
         else:
             b.must_keep(collected)
             b.keep(collected)
-    if root:  # what the generic pass keeps (warnings summary...): paths relative to rootdir
-        for i in b.pending():
-            if root in b.lines[i]:
-                put(i, b.lines[i])
+    for i in b.pending():  # what the generic pass keeps (warnings summary...): paths relative to rootdir
+        if (text := relative(b.lines[i])) != b.lines[i]:
+            b.restate(i, text)
     b.omit(nested, "nested where lines", inline=False)
     b.omit(header, "header", inline=False)
     b.omit(progress, "progress", inline=False)
@@ -210,11 +211,21 @@ def pytest(b: Builder, ctx: Ctx) -> None:
     drop_rulers(b)
 
 
+def _relative_to_rootdir(header: Sequence[str]) -> Callable[[str], str]:
+    """The function writing the absolute paths under pytest's ``rootdir:`` relative to it, as
+    pytest writes its own locations (identity without a rootdir, or with ``rootdir: /``)."""
+    m = next((m for ln in header if (m := _ROOTDIR.match(ln))), None)
+    root = m.group(1).rstrip("/") + "/" if m else ""
+    if len(root) < 2:
+        return lambda text: text
+    at_root = re.compile(r"(?<![\w.~/-])" + re.escape(root))  # a path that starts there
+    return lambda text: at_root.sub("", text) if root in text else text
+
+
 def RULER(line: str) -> bool:  # noqa: N802 - tiny predicate
     return bool(re.match(r"^(?:_ ){5,}_?\s*$", line))
 
 
-_UT_LINE = re.compile(r"^(\w+) \(([\w.]+)\)(?: \.\.\.|\n)")
 _UT_RESULT = re.compile(r"^(.+?) \.\.\. (ok|FAIL|ERROR|skipped.*|expected failure|unexpected success)$")
 
 

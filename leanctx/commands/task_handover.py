@@ -8,8 +8,9 @@ progress. The other transitions cannot say this honestly: only the holder may ``
 ``recover`` is for abandoned (expired) leases and records a recovery, and delegation is fixed
 at creation. Left alone, with a code: a task not in this log (``TASK_NOT_FOUND``), finished
 (``TASK_HANDOVER_FINISHED``), owned by someone other than the sender or by nobody
-(``TASK_HANDOVER_NOT_SENDERS``), or claimed again by the sender after the handoff was created
-(``TASK_HANDOVER_STALE``: the handoff does not cover that claim).
+(``TASK_HANDOVER_NOT_SENDERS``), or taken again by the sender after the handoff was created — a
+new claim, or the task coming back through another handover or an update (``TASK_HANDOVER_STALE``:
+the handoff does not cover that ownership).
 """
 
 from __future__ import annotations
@@ -42,10 +43,13 @@ def handover_row(ctx: CommandContext, channel: str, task_id: str, *, sender: str
     if owner != sender:
         raise CommandError("TASK_HANDOVER_NOT_SENDERS",
                            f"{where} is owned by {owner}, not by {sender} who sent the handoff: it stays with {owner}")
-    if row["claimed_at"] is not None and row["claimed_at"] > since:
+    # the handoff covers the ownership the sender had when it was made, not one taken since
+    # (a new claim, or the task coming back to the sender through another handover or update)
+    taken = max((t for t in (row["claimed_at"], row.get("owner_since")) if t is not None), default=None)
+    if taken is not None and taken > since:
         raise CommandError("TASK_HANDOVER_STALE",
-                           f"{sender} claimed {where} again at {row['claimed_at']}, after the handoff was created "
-                           f"({since}): the handoff does not cover that claim; ask {sender} for a new handoff")
+                           f"{sender} took {where} again at {taken}, after the handoff was created "
+                           f"({since}): the handoff does not cover that; ask {sender} for a new handoff")
     return row
 
 

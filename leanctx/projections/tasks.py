@@ -76,11 +76,12 @@ class TaskView(msgspec.Struct, frozen=True):
     # the last takeover is a recovery (recovery_*) or a handover (these), with previous_owner/_lease
     handoff_id: str | None = None  # the handoff that handed the task to its owner
     handed_over_at: str | None = None
+    owner_since: str | None = None  # when the current owner became the owner (None without one)
 
 
 class Tasks(Projection):
     name = "tasks"
-    version = 2  # 2: task.handed_over (handoff_id, handed_over_at)
+    version = 3  # 2: task.handed_over (handoff_id, handed_over_at); 3: owner_since
     kinds = frozenset({
         "task.created", "task.updated", "task.status_changed", "task.claimed", "task.renewed",
         "task.released", "task.completed", "task.blocked", "task.recovered", "task.handed_over",
@@ -112,6 +113,7 @@ class Tasks(Projection):
             version          INTEGER NOT NULL,
             handoff_id       TEXT,
             handed_over_at   TEXT,
+            owner_since      TEXT,
             PRIMARY KEY (channel, task_id)
         )""",
         "task_deps": """CREATE TABLE IF NOT EXISTS task_deps (
@@ -150,7 +152,7 @@ _FIELDS = (
     "channel", "task_id", "title", "status", "owner", "to_agent", "created_by", "files_hint", "acceptance", "branch",
     "blocked_reason", "lease_expires_at", "lease_seconds", "claimed_at", "created_at", "created_pos", "updated_at",
     "completed_at", "previous_owner", "previous_lease_expires_at", "recovery_reason", "recovered_at", "version",
-    "handoff_id", "handed_over_at",
+    "handoff_id", "handed_over_at", "owner_since",
 )
 _NO_LEASE = {"lease_expires_at": None, "lease_seconds": None}
 
@@ -167,6 +169,7 @@ def fold(row: dict[str, Any] | None, ev: Event, *, ts: str, position: int = 0,
             "claimed_at": None, "created_at": ts, "created_pos": position, "updated_at": ts, "completed_at": None,
             "previous_owner": None, "previous_lease_expires_at": None, "recovery_reason": None,
             "recovered_at": None, "version": 1, "handoff_id": None, "handed_over_at": None,
+            "owner_since": ts if ev.owner is not None else None,
             "depends_on": sorted(set(ev.depends_on)),
         }
     if row is None:  # an event for a task the log never created: nothing to fold into
@@ -222,6 +225,8 @@ def fold(row: dict[str, Any] | None, ev: Event, *, ts: str, position: int = 0,
             r.update(lease_expires_at=ev.lease_expires_at, lease_seconds=ev.lease_seconds, claimed_at=ts)
         else:
             r.update(_NO_LEASE)
+    if r["owner"] != row["owner"]:
+        r["owner_since"] = ts if r["owner"] is not None else None
     return r
 
 
@@ -277,7 +282,7 @@ def view_of(conn: Any, row: dict[str, Any], now: float) -> TaskView:
         row["branch"], row["blocked_reason"], state, row["lease_expires_at"], row["lease_seconds"], left,
         row["claimed_at"], row["created_at"], row["updated_at"], row["completed_at"], row["previous_owner"],
         row["previous_lease_expires_at"], row["recovery_reason"], row["recovered_at"], row["version"],
-        row["handoff_id"], row["handed_over_at"],
+        row["handoff_id"], row["handed_over_at"], row["owner_since"],
     )
 
 

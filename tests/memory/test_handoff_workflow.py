@@ -251,3 +251,26 @@ def test_fold_a_recovery_after_a_handover_is_the_last_takeover() -> None:
                                   lease_expires_at="T99"), ts="T3")
     assert row is not None and (row["owner"], row["previous_owner"], row["handoff_id"], row["recovery_reason"]) == (
         "c", "b", None, "b vanished")
+
+
+def test_a_task_that_came_back_to_the_sender_after_the_handoff_is_not_covered_by_it(
+        app: LeanCtx, project: Path, tmp_path: Path) -> None:
+    """a's open task t1 goes to c through another handoff and comes back to a: an older bundle
+    of a's (made before all that) must not hand it to b, although a owns it again and no claim
+    moved (an open task changes hands without a lease)."""
+    for agent in ("a", "c"):
+        do(app, RegisterAgent(agent_type="claude", agent_id=agent, project_root=str(project)), project, agent)
+    do(app, CreateTask(title="task 1", task_id="t1", owner="a"), project)
+    old = do(app, CreateHandoff(message="old"), project).bundle
+    to_c = do(app, CreateHandoff(message="to c"), project).bundle
+    assert do(app, ImportHandoff(bundle=to_c, apply_workflow=True), project, actor="c").tasks[0].outcome == "handed_over"
+    back = do(app, CreateHandoff(message="back to a"), project, actor="c").bundle
+    assert do(app, ImportHandoff(bundle=back, apply_workflow=True), project, actor="a").tasks[0].outcome == "handed_over"
+    row = get_row(app.projections.reader("tasks"), "general", "t1")
+    assert row["owner"] == "a" and row["claimed_at"] is None and row["owner_since"] is not None
+    res = do(app, ImportHandoff(bundle=old, apply_workflow=True), project, actor="b")
+    assert [(t.task_id, t.outcome, t.code) for t in res.tasks] == [("t1", "left_alone", "TASK_HANDOVER_STALE")]
+    assert get_row(app.projections.reader("tasks"), "general", "t1")["owner"] == "a"
+    # the bundle made after the return still covers it
+    fresh = do(app, CreateHandoff(message="now"), project).bundle
+    assert do(app, ImportHandoff(bundle=fresh, apply_workflow=True), project, actor="b").tasks[0].outcome == "handed_over"

@@ -254,7 +254,7 @@ def search(lc: Any, root: str | os.PathLike[str], query: str, *, method: str = "
            encoding: str = "o200k_base", regex_budget: float = REGEX_BUDGET) -> SearchAnswer:
     """Search the project at ``root`` and record the search in ``lc``'s log (see the module doc)."""
     from ..cache.code_index import CodeIndex
-    from ..cache.vectors import OFF, VectorIndex, default_embedder, vectors_path
+    from ..cache.vectors import OFF, VectorIndex, VectorsUnavailable, default_embedder, vectors_path
     from ..paths import workspace_root
 
     _check(query, method, limit)
@@ -313,13 +313,21 @@ def search(lc: Any, root: str | os.PathLike[str], query: str, *, method: str = "
                     out[i] = t
             return out
 
-        with VectorIndex(vectors_path(lc.db), emb, identity=index.identity()) as vi:
-            vi.sync(project, list(by_id), chunk_texts)
-            want = (POOL if method == "auto" else MAX_LISTED) * (4 if glob else 1)
-            for cid, dist in vi.query(project, query, min(want, 4096)):
-                c = by_id.get(cid)
-                if c is not None and (not glob or glob_match(c.path, glob)):
-                    sem_hits.append((c, dist))
+        try:
+            with VectorIndex(vectors_path(lc.db), emb, identity=index.identity()) as vi:
+                vi.sync(project, list(by_id), chunk_texts)
+                want = (POOL if method == "auto" else MAX_LISTED) * (4 if glob else 1)
+                for cid, dist in vi.query(project, query, min(want, 4096)):
+                    c = by_id.get(cid)
+                    if c is not None and (not glob or glob_match(c.path, glob)):
+                        sem_hits.append((c, dist))
+        except VectorsUnavailable as exc:  # the model is there, the vector store is not: bm25 instead
+            use_sem = False
+            notes.append(f"semantic search is off ({exc})")
+            if method == "semantic":
+                notes.append("showing bm25 results instead")
+                method = "bm25"
+                bm25_hits, bm25_total = index.query(project, query, limit=MAX_LISTED, glob=glob)
 
     # --- assemble hits ------------------------------------------------------------------------
     if method == "regex":

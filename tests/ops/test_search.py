@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -149,6 +150,17 @@ def test_semantic_off_message(lc: LeanCtx, proj: Path, monkeypatch: pytest.Monke
     assert f"[{OFF}]" in ans.text
     fused = search(lc, proj, "database pool")
     assert OFF in fused.notes and "semantic" not in fused.text.splitlines()[-2]
+
+
+def test_a_model_without_sqlite_vec_falls_back_to_bm25(lc: LeanCtx, proj: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "sqlite_vec", None)  # `import sqlite_vec` raises ImportError
+    ans = search(lc, proj, "database pool", method="semantic", embedder=HashEmbedder())
+    assert ans.method == "bm25" and not ans.semantic and ans.hits
+    assert ans.notes[0].startswith("semantic search is off (sqlite-vec is not installed")
+    assert ans.notes[1] == "showing bm25 results instead"
+    fused = search(lc, proj, "database pool", embedder=HashEmbedder())
+    assert not fused.semantic and fused.hits and fused.notes[0].startswith("semantic search is off")
 
 
 def test_semantic_search_with_sqlite_vec_and_deterministic_vectors(lc: LeanCtx, proj: Path) -> None:

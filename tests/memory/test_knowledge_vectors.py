@@ -30,6 +30,8 @@ from leanctx.commands.knowledge import (ConsolidateKnowledge, RecallAnswer, Reme
                                         ResolveKnowledge, recall)
 from leanctx.projections.knowledge import bm25_ranking
 
+from .test_knowledge import FACTS  # the same labelled facts as the bm25 recall tests
+
 T0 = 1_800_000_000.0
 pytestmark = pytest.mark.timeout(120)
 
@@ -75,18 +77,6 @@ class ConceptEmbedder:
         return out
 
 
-FACTS = [
-    ("db.engine", "architecture", "The primary database is PostgreSQL 16, accessed through SQLAlchemy"),
-    ("ci.provider", "tooling", "Continuous integration runs on GitHub Actions with a matrix of Python versions"),
-    ("auth.tokens", "security", "API authentication uses short-lived JWT tokens signed with RS256"),
-    ("deploy.target", "ops", "Production is deployed to Kubernetes on AWS EKS via Helm charts"),
-    ("cache.layer", "architecture", "Redis caches session data and rate-limit counters"),
-    ("lint.style", "tooling", "Code style is enforced by ruff and formatted with black, line length 100"),
-    ("frontend.framework", "architecture", "The web frontend is written in React with TypeScript and Vite"),
-    ("tests.runner", "tooling", "Tests run with pytest and pytest-xdist; coverage must stay above 85 percent"),
-    ("logging.format", "ops", "Services log structured JSON to stdout, shipped to Loki"),
-    ("secrets.store", "security", "Secrets live in HashiCorp Vault and are never committed"),
-]
 # (query, the relevant fact): paraphrases, some sharing no word with their fact at all
 LABELLED = [
     ("which datastore holds our records", "db.engine"),

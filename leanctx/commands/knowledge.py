@@ -25,8 +25,9 @@ from ..cache.knowledge_vectors import SyncStats
 from ..errors import CommandError, InvalidInput, NotFound
 from ..events.kinds.knowledge import (KnowledgeConsolidated, KnowledgeRemembered, KnowledgeRemoved,
                                       KnowledgeResolved)
-from ..projections.knowledge import (RRF_K, Alternative, KnowledgeEntry, bm25_ranking, fact_rows, get_entry,
-                                     near_duplicates, normalize, rrf)
+from ..projections.knowledge import (Alternative, KnowledgeEntry, bm25_ranking, fact_rows, get_entry,
+                                     near_duplicates, normalize)
+from ..ranking import RRF_K, rrf
 from .bus import Command, CommandContext, handles
 
 DEFAULT_WINDOW_S = 600.0
@@ -328,7 +329,7 @@ def entry_lines(e) -> list[str]:  # e: KnowledgeEntry
 # A query, not a command: it appends nothing. Two rankers: bm25 over the knowledge projection's
 # FTS5 index (always), and the nearest facts in sqlite-vec (``cache.knowledge_vectors``) when an
 # embedding model is installed; their lists are fused by reciprocal rank fusion
-# (``projections.knowledge.rrf``, k = 60, the one the bm25-only recall scores with). The vector
+# (``leanctx.ranking.rrf``, k = 60, the one code search and the bm25-only recall use). The vector
 # cache is brought current first (only new and changed facts are embedded; vectors of facts that
 # are gone are dropped). Without sqlite-vec (not installed, or it cannot be loaded) the answer is
 # bm25's and its note says why.

@@ -36,17 +36,17 @@ import bisect
 import os
 import re
 import time
-from collections.abc import Hashable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Sequence
+from typing import Any
 
 import msgspec
 
 from ..context.secrets import is_secret_path, redact
 from ..errors import InvalidInput
+from ..ranking import rrf
 from .files import FileEntry, decode, glob_match, list_files, read_bytes, redact_text
 
 METHODS = ("auto", "regex", "bm25", "semantic")
-RRF_K = 60
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 1000
 POOL = 200  # hits taken from each ranker before fusion
@@ -60,7 +60,6 @@ _WORD = re.compile(r"\w+")
 _COUNTED = re.compile(r"(?<!\\)\{\s*(\d+)?\s*(?:,\s*(\d+)?\s*)?\}")
 MAX_REPEAT_WEIGHT = 10_000
 
-K = TypeVar("K", bound=Hashable)
 
 
 class Hit(msgspec.Struct, frozen=True):
@@ -89,27 +88,6 @@ class SearchAnswer(msgspec.Struct):
     semantic: bool = False  # semantic search took part
     index: Any = None  # IndexStats of the refresh, when the index was used
     call_position: int | None = None
-
-
-def rrf(rankings: Sequence[Sequence[K]], k: int = RRF_K) -> list[tuple[K, float]]:
-    """Reciprocal rank fusion: ``score(d) = Σ 1 / (k + rank_i(d))`` over the lists holding
-    ``d`` (ranks from 1 among a list's distinct items: a repeat within one list counts once). Ties go to the better best rank,
-    then to the earlier first appearance (list order, then rank)."""
-    scores: dict[K, float] = {}
-    best: dict[K, int] = {}
-    first: dict[K, tuple[int, int]] = {}
-    for li, ranking in enumerate(rankings):
-        seen: set[K] = set()
-        for key in ranking:
-            if key in seen:
-                continue
-            seen.add(key)
-            rank = len(seen)
-            scores[key] = scores.get(key, 0.0) + 1.0 / (k + rank)
-            best[key] = min(best.get(key, rank), rank)
-            first.setdefault(key, (li, rank))
-    order = sorted(scores, key=lambda d: (-scores[d], best[d], first[d]))
-    return [(d, scores[d]) for d in order]
 
 
 # --- helpers ----------------------------------------------------------------------------------

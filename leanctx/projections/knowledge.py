@@ -19,7 +19,7 @@ entry ids of :func:`fact_rows`) when an embedding model is installed.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 import msgspec
@@ -29,9 +29,9 @@ from ..events import StoredEvent
 from ..events.fts import quote_query
 from ..events.kinds.knowledge import (KnowledgeConsolidated, KnowledgeRemembered, KnowledgeRemoved,
                                       KnowledgeResolved)
+from ..ranking import rrf
 from .base import Projection
 
-RRF_K = 60
 BM25_WEIGHTS = (2.0, 1.0, 0.5)  # key, value, category
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 STOPWORDS = frozenset(
@@ -184,17 +184,6 @@ def fts_query(query: str) -> str | None:
     kept = [t for t in terms if t.lower().strip("?!.,;:") not in STOPWORDS] or terms
     quoted = [q for q in (quote_query(t) for t in kept) if q]
     return " OR ".join(dict.fromkeys(quoted)) if quoted else None
-
-
-def rrf(rankings: Sequence[Sequence[str]], k: int = RRF_K) -> list[tuple[str, float]]:
-    """Reciprocal rank fusion: ``score(d) = Σ 1 / (k + rank)`` over the lists (rank from 1);
-    best first, ties broken by first appearance."""
-    scores: dict[str, float] = {}
-    for ranking in rankings:
-        for rank, doc in enumerate(dict.fromkeys(ranking), start=1):
-            scores[doc] = scores.get(doc, 0.0) + 1.0 / (k + rank)
-    order = {d: i for i, d in enumerate(dict.fromkeys(d for r in rankings for d in r))}
-    return sorted(scores.items(), key=lambda kv: (-kv[1], order[kv[0]]))
 
 
 # --- queries ---------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ Status is computed at query time from ``now`` (never from the projection's own c
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import msgspec
@@ -137,6 +138,17 @@ def _view(row: tuple[Any, ...], now: float, ttl: float) -> AgentView:
     return AgentView(agent_id, name, agent_type, role, project_root, status, registered_at, last_seen,
                      round(age, 3), heartbeats, pid, host, session_id, reported, left_at, left_reason,
                      left_kind == LEFT_TIMEOUT)
+
+
+def status_counts(views: Iterable[AgentView]) -> dict[str, int]:
+    """Agents by status (active, idle and stale always present, left when listed) and ``total``."""
+    counts = {"active": 0, "idle": 0, "stale": 0}
+    total = 0
+    for a in views:
+        counts[a.status] = counts.get(a.status, 0) + 1
+        total += 1
+    counts["total"] = total
+    return counts
 
 
 def list_agents(conn: Any, *, now: float, project_root: str | None = None, include_left: bool = False,

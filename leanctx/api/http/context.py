@@ -26,7 +26,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from ...errors import InvalidInput
-from ...projections.agents import list_agents
+from ...projections.agents import list_agents, status_counts
 from ...projections.savings import SavingsRow, report
 from ...projections.tasks import STATUSES, TERMINAL, list_tasks
 from .bodies import convert, json_body
@@ -190,11 +190,7 @@ def summarize(st: ServerState) -> Summary:
     now = st.now()
     conn = st.reader("savings", "agents", "tasks")
     rep = report(conn, by=("tool",))
-    agents: dict[str, int] = {"active": 0, "idle": 0, "stale": 0}
-    views = list_agents(conn, now=now)
-    for a in views:
-        agents[a.status] = agents.get(a.status, 0) + 1
-    agents["total"] = len(views)
+    agents = status_counts(list_agents(conn, now=now))
     tasks = {s: 0 for s in STATUSES}
     for t in list_tasks(conn, now=now):
         tasks[t.status] = tasks.get(t.status, 0) + 1

@@ -34,7 +34,7 @@ from ... import proof_store
 from ...clock import iso, parse
 from ...errors import NotFound
 from ...projections import savings as sv
-from ...projections.agents import AgentView, list_agents
+from ...projections.agents import AgentView, list_agents, status_counts
 from ...projections.budgets import check_budget
 from ...projections.channels import (
     ChannelInfo,
@@ -232,13 +232,10 @@ def snapshot(st: ServerState) -> DashboardState:
     now = st.now()
     conn = st.reader("agents", "budgets", "tasks", "path_locks", "scent", "channels", "savings")
     agents = list_agents(conn, now=now)
-    counts = {"active": 0, "idle": 0, "stale": 0}
     dash_agents = []
     for a in agents:
-        counts[a.status] = counts.get(a.status, 0) + 1
         b = check_budget(conn, a.agent_id)
         dash_agents.append(DashAgent(a, Budget(b.limit, b.used, b.ratio, b.level)))
-    counts["total"] = len(agents)
     savings = cached_savings_panel(st, conn)
     head = st.lc.store.head()
     return DashboardState(
@@ -248,7 +245,7 @@ def snapshot(st: ServerState) -> DashboardState:
         project_root=st.project_root,
         head=HeadView(head.position, head.hash),
         agents=dash_agents,
-        agent_counts=counts,
+        agent_counts=status_counts(agents),
         task_columns=list(STATUSES),
         tasks=list_tasks(conn, now=now),
         locks=list_locks(conn, now=now),
@@ -261,12 +258,11 @@ def snapshot(st: ServerState) -> DashboardState:
 
 
 def _latest_proof(st: ServerState) -> proof_store.ProofInfo | None:
-    latest = proof_store.latest(proof_store.proofs_dir(st.lc))
-    if latest is None:
-        return None
+    """What ``GET /v1/proof/latest`` answers (re-listed if the latest is removed meanwhile), or
+    None when there is no proof."""
     try:
-        return proof_store.describe(latest)
-    except NotFound:  # removed since it was listed
+        return proof_store.on_latest(proof_store.proofs_dir(st.lc), proof_store.describe)
+    except NotFound:
         return None
 
 

@@ -342,8 +342,8 @@ def _where(since: str | None, until: str | None, agent: str | None) -> tuple[str
     return " AND ".join(conds), params
 
 
-_CALL = "COUNT(DISTINCT agent || char(0) || session || char(0) || call_index)"
-_AGG = (f"{_CALL}, COALESCE(SUM(baseline_tokens), 0), COALESCE(SUM(sent_tokens), 0), COALESCE(SUM(bounced), 0),"
+CALL_COUNT = "COUNT(DISTINCT agent || char(0) || session || char(0) || call_index)"  # distinct calls
+_AGG = (f"{CALL_COUNT}, COALESCE(SUM(baseline_tokens), 0), COALESCE(SUM(sent_tokens), 0), COALESCE(SUM(bounced), 0),"
         " COALESCE(SUM(wasted_tokens), 0), COALESCE(SUM(expansion), 0), COALESCE(SUM(raw_tokens), 0)")
 
 
@@ -420,7 +420,7 @@ def daily(conn: Any, days: int = 14, *, until: str | None = None, agent: str | N
     where, params = _where(span[0], span[-1], agent)
     got = {
         r[0]: r for r in conn.execute(
-            f"SELECT day, {_CALL}, SUM(baseline_tokens), SUM(sent_tokens), SUM(bounced), SUM(wasted_tokens)"
+            f"SELECT day, {CALL_COUNT}, SUM(baseline_tokens), SUM(sent_tokens), SUM(bounced), SUM(wasted_tokens)"
             f" FROM savings_calls WHERE {where} GROUP BY day", params)
     }
     out = []

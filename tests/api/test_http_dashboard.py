@@ -24,6 +24,7 @@ import pytest
 from leanctx.api.cli import serve_cmd
 from leanctx.api.http import dashboard, security
 from leanctx.clock import iso, parse
+from leanctx.projections import savings_series as ss
 from leanctx.projections.channels import Channels, list_channels, recent_messages
 from leanctx.projections.savings import Savings
 from leanctx.projections.scent import decay
@@ -97,16 +98,16 @@ def test_snapshot_reflects_agents_tasks_locks_scent_messages_and_savings(make_se
     assert sum(p["calls"] for p in sav["series"]) == sav["totals"]["calls"]
     assert sum(p["raw_tokens"] for p in sav["series"]) == sav["totals"]["raw_tokens"]
     assert sum(p["sent_tokens"] for p in sav["series"]) == sav["totals"]["sent_tokens"]
-    assert sav["bucket_seconds"] in dashboard.BUCKETS and sav["daily"][-1]["calls"] == 1
+    assert sav["bucket_seconds"] in ss.BUCKETS and sav["daily"][-1]["calls"] == 1
 
 
 def test_series_buckets_keep_the_chart_small() -> None:
-    assert dashboard._bucket(0) == 1 and dashboard._bucket(59) == 1
-    assert dashboard._bucket(61) == 5
-    assert dashboard._bucket(3 * 3600) == 300  # 36 points
-    assert dashboard._bucket(90 * 86400) == 7 * 86400  # capped at a week
+    assert ss.bucket_for(0) == 1 and ss.bucket_for(59) == 1
+    assert ss.bucket_for(61) == 5
+    assert ss.bucket_for(3 * 3600) == 300  # 36 points
+    assert ss.bucket_for(90 * 86400) == 7 * 86400  # capped at a week
     for span in (10, 500, 7200, 200_000, 3_000_000):
-        assert span / dashboard._bucket(span) <= dashboard.MAX_SERIES_POINTS
+        assert span / ss.bucket_for(span) <= ss.MAX_SERIES_POINTS
 
 
 def test_static_files_are_public_with_a_strict_csp_and_nothing_else_is_reachable(make_server) -> None:  # noqa: F811
@@ -228,12 +229,12 @@ def test_recent_messages_and_channel_counts_match_the_plain_queries() -> None:
         assert info.messages == count == info.last_seq, info.name
 
 
-def _python_series(conn: Any) -> tuple[int, list[dashboard.SeriesPoint]]:
+def _python_series(conn: Any) -> tuple[int, list[ss.SeriesPoint]]:
     """The series as the first version computed it, row by row in Python (calls: distinct)."""
     lo, hi = conn.execute("SELECT MIN(ts), MAX(ts) FROM savings_calls").fetchone()
     if lo is None:
-        return dashboard.BUCKETS[0], []
-    size = dashboard._bucket(parse(hi) - parse(lo))
+        return ss.BUCKETS[0], []
+    size = ss.bucket_for(parse(hi) - parse(lo))
     acc: dict[float, list[Any]] = {}
     for ts, agent, session, call, raw, sent in conn.execute(
             "SELECT ts, agent, session, call_index, baseline_tokens, sent_tokens FROM savings_calls ORDER BY position"):
@@ -242,18 +243,18 @@ def _python_series(conn: Any) -> tuple[int, list[dashboard.SeriesPoint]]:
         row[0].add((agent, session, call))
         row[1] += raw
         row[2] += sent
-    return size, [dashboard.SeriesPoint(t, len(c), r, s) for t, (c, r, s) in sorted(acc.items())]
+    return size, [ss.SeriesPoint(t, len(c), r, s) for t, (c, r, s) in sorted(acc.items())]
 
 
 @pytest.mark.parametrize("span", [0, 40, 500, 4000, 50_000, 2_000_000, 40_000_000])
 def test_savings_series_in_sql_matches_the_row_by_row_computation(span: float) -> None:
     conn = _tables(Savings())
-    assert dashboard.savings_series(conn) == (1, [])
+    assert ss.savings_series(conn) == (1, [])
     rng = random.Random(span)
     start = 1_780_000_000.0
     times = sorted([start, start + span] + [start + rng.random() * span for _ in range(300)])
     # a few rows a hair before and after bucket edges (the fraction must not move them)
-    size = dashboard._bucket(span)
+    size = ss.bucket_for(span)
     times += [math.floor(start / size) * size + size * k + d for k in (1, 2) for d in (-1e-6, 0.0, 0.999999)
               if start <= math.floor(start / size) * size + size * k + d <= start + span]
     for pos, t in enumerate(sorted(times), 1):
@@ -262,11 +263,11 @@ def test_savings_series_in_sql_matches_the_row_by_row_computation(span: float) -
                      " raw_tokens, baseline_tokens, sent_tokens) VALUES (?, ?, ?, ?, ?, ?, 'read', 'file.read', ?, ?, ?)",
                      (pos, iso(t), iso(t)[:10], rng.choice(["a1", "a2"]), rng.choice(["", "s1"]), call,
                       rng.randint(0, 900), rng.choice([0, rng.randint(0, 900)]), rng.randint(0, 400)))
-    got = dashboard.savings_series(conn)
+    got = ss.savings_series(conn)
     assert got == _python_series(conn)
     assert msgspec.json.encode(got[1]) == msgspec.json.encode(_python_series(conn)[1])  # the same JSON too
-    if span <= dashboard.MAX_SERIES_POINTS * dashboard.BUCKETS[-1]:
-        assert len(got[1]) <= dashboard.MAX_SERIES_POINTS + 1
+    if span <= ss.MAX_SERIES_POINTS * ss.BUCKETS[-1]:
+        assert len(got[1]) <= ss.MAX_SERIES_POINTS + 1
 
 
 def test_a_read_of_two_files_is_one_call_in_the_series_too(make_server) -> None:  # noqa: F811

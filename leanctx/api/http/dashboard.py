@@ -31,7 +31,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from ... import proof_store
-from ...clock import iso, parse
+from ...clock import iso
 from ...errors import NotFound
 from ...projections import savings as sv
 from ...projections.agents import AgentView, list_agents, status_counts
@@ -43,6 +43,7 @@ from ...projections.channels import (
     recent_messages,
 )
 from ...projections.locks import LockView, list_locks
+from ...projections.savings_series import SeriesPoint, content_key, savings_series
 from ...projections.scent import FIELD_FLOOR, ScentView, sync
 from ...projections.tasks import STATUSES, TaskView, list_tasks
 from .responses import JSON
@@ -59,8 +60,6 @@ ASSETS = {  # served file -> content type; nothing else under static/ is reachab
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self';"
        " font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 RECENT_MESSAGES = 50
-MAX_SERIES_POINTS = 60
-BUCKETS = (1, 5, 15, 60, 300, 900, 3600, 6 * 3600, 86400, 7 * 86400)  # seconds
 
 
 # --- static files ------------------------------------------------------------------------------
@@ -113,13 +112,6 @@ class DashAgent(msgspec.Struct, frozen=True):
     budget: Budget
 
 
-class SeriesPoint(msgspec.Struct, frozen=True):
-    t: float  # bucket start, seconds since the epoch
-    calls: int
-    raw_tokens: int
-    sent_tokens: int
-
-
 class SavingsPanel(msgspec.Struct, frozen=True):
     totals: sv.SavingsRow
     by_tool: list[sv.SavingsRow]
@@ -157,32 +149,6 @@ class DashboardState(msgspec.Struct, frozen=True, kw_only=True):
     proof: proof_store.ProofInfo | None  # the latest Context Proof (None: none written yet)
 
 
-def _bucket(span: float) -> int:
-    for b in BUCKETS:
-        if span / b <= MAX_SERIES_POINTS:
-            return b
-    return BUCKETS[-1]
-
-
-def savings_series(conn: Any) -> tuple[int, list[SeriesPoint]]:
-    """Calls, raw and sent tokens per time bucket, the bucket chosen so at most ~60 points cover
-    the log's whole span (1 s up to a week). Aggregated by SQLite (the bucket of a row is
-    computed in the query), so a refresh does not bring every row into Python. ``calls``
-    counts distinct calls like the reports do (a read of several files is one call)."""
-    lo, hi = conn.execute("SELECT MIN(ts), MAX(ts) FROM savings_calls").fetchone()
-    if lo is None:
-        return BUCKETS[0], []
-    size = _bucket(parse(hi) - parse(lo))
-    # whole seconds suffice (a bucket is a whole number of seconds: the fraction never moves a
-    # row to another bucket); sv._CALL is the reports' count of distinct calls
-    rows = conn.execute(
-        f"SELECT CAST(strftime('%s', ts) AS INTEGER) / ?1 * ?1 AS t, {sv._CALL},"
-        " SUM(baseline_tokens), SUM(sent_tokens) FROM savings_calls GROUP BY t ORDER BY t",
-        (size,),
-    )
-    return size, [SeriesPoint(t, c, r, s) for t, c, r, s in rows]
-
-
 def savings_panel(conn: Any) -> SavingsPanel:
     """The savings part of the snapshot: a pure function of the savings tables."""
     size, series = savings_series(conn)
@@ -202,23 +168,13 @@ def savings_panel(conn: Any) -> SavingsPanel:
 
 
 # Most events (heartbeats, messages, tasks, tool calls) leave the savings tables as they were,
-# while the reports read all of them: the panel is kept per server and recomputed only when a
-# savings row was added. Rows are only ever added (a bounce updates an earlier row in the same
-# apply that adds the full read's row), so the last row's position, with the hash of the event
-# at that position (a replaced log has other hashes), identifies the tables' contents.
+# while the reports read all of them: the panel is kept per server and recomputed only when
+# their content key (``savings_series.content_key``) changes.
 _PANELS: weakref.WeakKeyDictionary[ServerState, tuple[tuple[int, str], SavingsPanel]] = weakref.WeakKeyDictionary()
 
 
-def _savings_key(conn: Any) -> tuple[int, str]:
-    row = conn.execute(
-        "SELECT c.position, e.hash FROM (SELECT MAX(position) AS position FROM savings_calls) c"
-        " LEFT JOIN events e ON e.position = c.position"
-    ).fetchone()
-    return (row[0] or 0, row[1] or "") if row else (0, "")
-
-
 def cached_savings_panel(st: ServerState, conn: Any) -> SavingsPanel:
-    key = _savings_key(conn)
+    key = content_key(conn)
     hit = _PANELS.get(st)
     if hit is not None and hit[0] == key:
         return hit[1]

@@ -254,6 +254,10 @@ def tab(browser: Any) -> Iterator[Callable[..., Tab]]:
 
     yield make
     for ctx in contexts:
+        # a test's request handlers (page.route) may still be answering a refresh: stop them and
+        # let those in flight end quietly, so closing the page cannot fail them at teardown
+        for page in ctx.pages:
+            page.unroute_all(behavior="ignoreErrors")
         ctx.close()
 
 

@@ -425,3 +425,27 @@ def test_uncommon_syntax_keeps_every_declaration_whole(path: str, src: str, rows
     for f, c in zip(full, compact, strict=True):
         missing, extra = _lost_words(f.signature, c.signature)
         assert not extra and set(missing) <= _DROPPABLE, (f.signature, c.signature, missing)
+
+
+# Preprocessor conditionals and ``extern "C" { }`` blocks hold several declarations: each keeps
+# its own line and signature (they were once taken as a prefix of the block, so every function
+# of an ``#ifdef`` was reported at the ``#ifdef``'s line with the bodies before it).
+C_BLOCKS: list[tuple[str, str, list[str]]] = [
+    ("a.c", ("#ifndef FEATURE\nint one(int a) {\n    return a;\n}\nstatic int two(void) { return 2; }\n"
+             "#else\nint one(int a) { return -a; }\n#endif\n#if defined(X)\nvoid three(char *s);\n"
+             "#elif defined(Y)\nvoid four(void);\n#endif\n#ifdef Z\n#ifdef W\nlong five(long x) { return x; }\n"
+             "#endif\n#endif\n"),
+     ["2 int one(int a)", "5 static int two(void)", "7 int one(int a)", "10 void three(char *s)",
+      "12 void four(void)", "16 long five(long x)"]),
+    ("a.cpp", ('extern "C" {\nint cfun(int x);\nvoid other(void);\n}\nnamespace ns {\n'
+               "template <typename T> T id(T x) { return x; }\n#ifdef WIN\nvoid win();\n#endif\n}\n"),
+     ["2 int cfun(int x)", "3 void other(void)", "5 namespace ns", "6   template <typename T> T id(T x)",
+      "8   void win()"]),
+]
+
+
+@pytest.mark.parametrize(("path", "src", "rows"), C_BLOCKS, ids=[c[0] for c in C_BLOCKS])
+def test_declarations_inside_preprocessor_blocks_keep_their_own_line(path: str, src: str, rows: list[str]) -> None:
+    assert read(path, src, "signatures").text.splitlines()[:-1] == rows
+    lines = [s.line for s in extract_symbols(path, src, detect_language(path, src))]
+    assert lines == [int(r.split()[0]) for r in rows]  # map and search use the same lines

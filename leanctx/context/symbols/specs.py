@@ -25,6 +25,10 @@ class LangSpec(msgspec.Struct, frozen=True):
     needs_child: dict[str, frozenset[str]] = {}
 
 
+# Preprocessor conditionals and ``extern "C" { ... }`` hold any number of declarations: each is
+# walked as a declaration of its own (its own line and signature), never as a prefix of the block.
+_C_SCOPES = frozenset({"preproc_ifdef", "preproc_if", "preproc_else", "preproc_elif", "preproc_elifdef",
+                       "linkage_specification", "declaration_list"})
 _BLOCKS = frozenset({
     "block", "statement_block", "compound_statement", "class_body", "interface_body", "enum_body",
     "declaration_list", "field_declaration_list", "constructor_body", "function_body",
@@ -94,7 +98,7 @@ SPECS: Final[dict[str, LangSpec]] = {
     "c": LangSpec(
         defs={"function_definition": "function", "declaration": "function", "struct_specifier": "struct",
               "union_specifier": "union", "enum_specifier": "enum", "type_definition": "type"},
-        wrappers=frozenset({"preproc_ifdef", "preproc_if", "preproc_else", "linkage_specification"}),
+        scopes=_C_SCOPES,
         bodies=_BLOCKS,
         needs_child={"declaration": frozenset({"function_declarator"}),
                      "struct_specifier": frozenset({"field_declaration_list"}),
@@ -107,8 +111,8 @@ SPECS: Final[dict[str, LangSpec]] = {
               "enum_specifier": "enum", "type_definition": "type", "alias_declaration": "type",
               "namespace_definition": "namespace"},
         containers=frozenset({"struct_specifier", "class_specifier", "namespace_definition"}),
-        wrappers=frozenset({"preproc_ifdef", "preproc_if", "preproc_else", "linkage_specification",
-                            "template_declaration"}),
+        scopes=_C_SCOPES,
+        wrappers=frozenset({"template_declaration"}),
         bodies=_BLOCKS,
         needs_child={"declaration": frozenset({"function_declarator"}),
                      "field_declaration": frozenset({"function_declarator"}),

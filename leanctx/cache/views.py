@@ -15,8 +15,9 @@ replay does not rebuild them and deleting them loses nothing):
   base, the token encoding, the engine version) are hashed into the key, never stored.
 
 Nothing unredacted is ever written here: callers pass redacted text (``raw`` reads are not
-cached). The engine version (``ENGINE``) covers the redaction rules and the view code, so a
-change of either makes old entries unreachable (they are pruned as the oldest).
+cached). The engine version (``ENGINE``) covers the redaction rules, the source of the view code
+(``leanctx/context``) and the grammars' version, so a change of any makes old entries
+unreachable (they are pruned as the oldest).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ import os
 import threading
 import time
 import weakref
+from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import apsw
@@ -40,8 +43,24 @@ DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 PRUNE_EVERY = 200  # writes between size checks
 
 
+def _code_digest(root: Path | None = None) -> str:
+    """sha256 over the engine's source (``leanctx/context``: read modes, symbols, languages,
+    redaction, tokens) and the installed grammars' version, so a view rendered by other code is
+    never served: no release needs to remember to bump ``VIEWS_VERSION``."""
+    root = root or Path(__file__).resolve().parents[1] / "context"
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        h.update(path.relative_to(root).as_posix().encode() + b"\x00" + path.read_bytes() + b"\x00")
+    for dist in ("tree-sitter", "tree-sitter-language-pack"):
+        try:
+            h.update(f"{dist}={metadata.version(dist)}\x00".encode())
+        except metadata.PackageNotFoundError:
+            h.update(f"{dist}=-\x00".encode())
+    return h.hexdigest()
+
+
 def _engine_fingerprint() -> str:
-    h = hashlib.sha256(f"views:{VIEWS_VERSION}\x00".encode())
+    h = hashlib.sha256(f"views:{VIEWS_VERSION}\x00{_code_digest()}\x00".encode())
     for kind, pat in _secrets._PATTERNS:  # the redaction rules are part of the key
         h.update(f"{kind}\x00{pat.pattern}\x00".encode())
     h.update(_secrets._ASSIGN.pattern.encode())

@@ -12,7 +12,9 @@ dropping them loses nothing):
   columns ``path``, ``body`` (the chunk's text, secrets redacted) and ``terms`` (camelCase
   identifiers split into words, so ``parseConfig`` is found by ``parse``). Contentless: the
   text itself is not stored; snippets are read from the files at query time.
-- ``code_index_meta``: a random identity, so that the vector index notices a reset.
+- ``code_index_meta``: a random identity, so that the vector index notices a reset, and the
+  engine that built the rows (``ENGINE``: chunking and redaction rules); rows built by another
+  engine are dropped, since an unchanged file is never re-read.
 
 ``refresh`` brings the index current: a file whose (mtime_ns, size) are unchanged since it
 was hashed is skipped without being read (unless it was "racily clean": modified within
@@ -41,6 +43,7 @@ import os
 import re
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -56,6 +59,8 @@ RACY_NS = 2_000_000_000
 MAX_TERMS = 32
 BM25_WEIGHTS = (2.0, 1.0, 1.0)  # path, body, terms
 
+FTS_DDL = ("CREATE VIRTUAL TABLE IF NOT EXISTS code_fts USING fts5(path, body, terms, content='', "
+           "contentless_delete=1, tokenize='unicode61 remove_diacritics 2')")
 DDL = (
     "CREATE TABLE IF NOT EXISTS code_index_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     """CREATE TABLE IF NOT EXISTS code_files (
@@ -77,10 +82,23 @@ DDL = (
         end_line   INTEGER NOT NULL
     )""",
     "CREATE INDEX IF NOT EXISTS code_chunks_path ON code_chunks (project, path, start_line)",
-    ("CREATE VIRTUAL TABLE IF NOT EXISTS code_fts USING fts5(path, body, terms, content='', contentless_delete=1,"
-     " tokenize='unicode61 remove_diacritics 2')"),
+    FTS_DDL,
     "INSERT OR IGNORE INTO code_index_meta (key, value) VALUES ('identity', lower(hex(randomblob(16))))",
 )
+
+
+
+def _engine() -> str:
+    """sha256 of the rules that decide what the index holds: this module (chunking, terms) and
+    the redaction patterns (``leanctx/context/secrets.py``)."""
+    here = Path(__file__).resolve()
+    h = hashlib.sha256()
+    for path in (here, here.parents[1] / "context" / "secrets.py"):
+        h.update(path.read_bytes() + b"\x00")
+    return h.hexdigest()[:16]
+
+
+ENGINE = _engine()
 
 _DEF = re.compile(
     r"(?:(?:export|default|pub(?:\([^)]*\))?|public|private|protected|internal|static|abstract|final|sealed|open|"
@@ -220,15 +238,30 @@ class CodeIndex:
         self._ready = False
 
     def ensure(self) -> None:
+        """Create the tables, and empty them when they were built by another engine (other
+        chunking or redaction rules): a chunk indexed under older redaction rules could hold a
+        secret's tokens, and unchanged files are never re-read. The reset draws a new identity,
+        so the vector index empties too."""
         if self._ready:
             return
         conn = self.store.read_connection()
         have = {r[0] for r in conn.execute(
             "SELECT name FROM sqlite_master WHERE name IN ('code_files', 'code_chunks', 'code_fts', 'code_index_meta')")}
-        if len(have) < 4:
+        built = (conn.execute("SELECT value FROM code_index_meta WHERE key = 'engine'").fetchone()
+                 if "code_index_meta" in have else None)
+        if len(have) < 4 or built is None or built[0] != ENGINE:
             with self.store.transaction() as tx:
                 for ddl in DDL:
                     tx.conn.execute(ddl)
+                row = tx.conn.execute("SELECT value FROM code_index_meta WHERE key = 'engine'").fetchone()
+                if row is not None and row[0] != ENGINE:  # built by another engine: start over
+                    tx.conn.execute("DELETE FROM code_files")
+                    tx.conn.execute("DELETE FROM code_chunks")
+                    tx.conn.execute("DROP TABLE code_fts")
+                    tx.conn.execute(FTS_DDL)
+                    tx.conn.execute("UPDATE code_index_meta SET value = lower(hex(randomblob(16))) "
+                                    "WHERE key = 'identity'")
+                tx.conn.execute("INSERT OR REPLACE INTO code_index_meta (key, value) VALUES ('engine', ?)", (ENGINE,))
         self._ready = True
 
     def identity(self) -> str:

@@ -188,3 +188,26 @@ def test_hostile_queries_never_raise(lc: LeanCtx, tmp_path: Path, q: str) -> Non
     hits, total = CodeIndex(lc.store).query(str(root), q, glob=q)
     assert total >= 0 and isinstance(hits, list)
     assert count(lc, "SELECT count(*) FROM code_chunks") == 1
+
+
+def test_rows_built_by_another_engine_are_dropped_and_rebuilt(lc: LeanCtx, tmp_path: Path) -> None:
+    """Unchanged files are never re-read, so rows chunked or redacted by other rules would stay
+    forever: an index built by another engine starts over, with a new identity (the vector
+    index keyed by it empties too)."""
+    root = tmp_path / "p"
+    write(root, "a.py", "def alpha():\n    return 1\n")
+    age(root)
+    refresh(lc, root)
+    first = CodeIndex(lc.store).identity()
+    assert count(lc, "SELECT count(*) FROM code_chunks") == 1
+    with lc.store.transaction() as tx:  # as an older engine would have left it
+        tx.conn.execute("UPDATE code_index_meta SET value = 'older' WHERE key = 'engine'")
+    again = CodeIndex(lc.store)
+    assert again.identity() != first
+    assert count(lc, "SELECT count(*) FROM code_chunks") == 0
+    assert count(lc, "SELECT count(*) FROM code_files") == 0
+    stats = refresh(lc, root, again)
+    assert stats.unchanged == 0  # read again, not skipped on (mtime, size)
+    hits, _ = again.query(str(root), "alpha")
+    assert [h.path for h in hits] == ["a.py"]
+    assert CodeIndex(lc.store).identity() == again.identity()  # same engine: kept

@@ -441,6 +441,8 @@ C_BLOCKS: list[tuple[str, str, list[str]]] = [
                "template <typename T> T id(T x) { return x; }\n#ifdef WIN\nvoid win();\n#endif\n}\n"),
      ["2 int cfun(int x)", "3 void other(void)", "5 namespace ns", "6   template <typename T> T id(T x)",
       "8   void win()"]),
+    ("b.cpp", "class P {\npublic:\n  P(int a, int b);\n};\nP::P(int a, int b)\n    : x(a),\n      y(b) {\n}\n",
+     ["1 class P", "3   P(int a, int b)", "5 P::P(int a, int b) : …"]),  # member initializers elided
 ]
 
 

@@ -16,6 +16,7 @@ parameter, its type and the return type stay; what goes is syntax the reader doe
   messages in decorators, help texts), except in a type annotation: Python forward
   references lose their quotes (``-> "Style"`` → ``-> Style``) and ``Literal[...]`` values
   stay verbatim;
+- a C++ constructor's member initializer list becomes ``: …``;
 - decorator / annotation / attribute arguments longer than ``MAX_DECORATOR`` characters become
   ``(…)`` (``@deprecated(…)``): the decorator's name stays;
 - ``Annotated[T, metadata...]`` keeps ``T`` and elides the metadata (``Annotated[T, …]``);
@@ -166,6 +167,9 @@ class _CompactWalker(_ts._Walker):  # reuse the walk, render compactly
         for c in node.children:
             if c.start_byte >= end:
                 break
+            if c.type == "field_initializer_list":  # C++ constructor: which members, not the signature
+                edits.append((c.start_byte, c.end_byte, ": …".encode()))
+                continue
             if c.is_named:
                 continue
             if c.type in _FN_KEYWORDS:

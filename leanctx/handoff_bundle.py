@@ -25,7 +25,9 @@ dir holds for a *registered* agent id, a public key the log recorded when that a
 a key added with ``lean-ctx keys trust FILE``; the trusted key's id must be the claimed sender.
 When the log recorded a key for the agent's current registration (``commands.agents.recorded_key``),
 that key alone speaks for it among the first two: another key of the same id in this data dir
-does not. Codes: ``HANDOFF_INVALID`` (not a bundle),
+does not. ``verify_with_key`` checks a bundle against one key vouched for by the caller instead
+(``leanctx.handoff_trust``: the key the log bound to a sender that has left, when the log holds
+that bundle's ``handoff.created``). Codes: ``HANDOFF_INVALID`` (not a bundle),
 ``HANDOFF_TAMPERED`` (bytes not canonical), ``HANDOFF_UNSIGNED``, ``KEY_UNTRUSTED``,
 ``SIGNATURE_INVALID``.
 """
@@ -219,9 +221,8 @@ def trusted_signer(fingerprint: str, key_id: str, registered: Iterable[str], *,
                        fingerprint=fingerprint, key_id=key_id)
 
 
-def verify_obj(obj: dict[str, Any], registered: Iterable[str], *,
-               recorded: Mapping[str, Iterable[str]] | None = None, base: Path | None = None) -> Verified:
-    """Verify a parsed bundle object (see the module doc for the order of the checks)."""
+def _decoded(obj: dict[str, Any]) -> tuple[HandoffBodyV1, bytes]:
+    """The body and the raw signature of a parsed bundle, refused unless it has the bundle's shape."""
     if obj.get("format") != FORMAT:
         raise InvalidInput(HANDOFF_INVALID, f"not a handoff bundle (format must be {FORMAT!r})")
     raw_sig = obj.get("signature")
@@ -242,12 +243,42 @@ def verify_obj(obj: dict[str, Any], registered: Iterable[str], *,
         raise CommandError(keys.SIGNATURE_INVALID, "the signature is not 64 bytes of lowercase hex")
     if body.sender.key_id != body.sender.agent_id:
         raise CommandError(keys.KEY_UNTRUSTED, "a handoff is signed with the sender agent's own key")
-    signer = trusted_signer(body.sender.fingerprint, body.sender.key_id, registered, recorded=recorded, base=base)
+    return body, sig
+
+
+def _checked(obj: dict[str, Any], body: HandoffBodyV1, sig: bytes, signer: keys.KeyInfo) -> Verified:
     data = signed_bytes(obj)
     keys.verify(keys.unb64(signer.public_key), data, sig)
     if signed_bytes(body) != data:  # defaults filled in by the Struct would not have been signed
         raise CommandError(HANDOFF_TAMPERED, "the bundle does not match its own schema exactly")
     return Verified(body, signer, digest_of(data))
+
+
+def verify_obj(obj: dict[str, Any], registered: Iterable[str], *,
+               recorded: Mapping[str, Iterable[str]] | None = None, base: Path | None = None) -> Verified:
+    """Verify a parsed bundle object (see the module doc for the order of the checks)."""
+    body, sig = _decoded(obj)
+    signer = trusted_signer(body.sender.fingerprint, body.sender.key_id, registered, recorded=recorded, base=base)
+    return _checked(obj, body, sig, signer)
+
+
+def verify_with_key(obj: dict[str, Any], signer: keys.KeyInfo) -> Verified:
+    """Verify a parsed bundle object against one key the caller vouches for (``leanctx.handoff_trust``:
+    the key the log bound to the sender when it recorded the bundle's ``handoff.created``), with
+    the same checks as ``verify_obj``; the key must be the claimed signer's (id and fingerprint)."""
+    body, sig = _decoded(obj)
+    if signer.key_id != body.sender.key_id or signer.fingerprint != body.sender.fingerprint:
+        raise CommandError(keys.KEY_UNTRUSTED, f"the signer key {body.sender.fingerprint} ({body.sender.key_id}) "
+                           f"is not the key {signer.fingerprint} ({signer.key_id}) vouched for",
+                           fingerprint=body.sender.fingerprint, key_id=body.sender.key_id)
+    try:
+        raw = keys.unb64(signer.public_key)
+    except InvalidInput:
+        raw = b""
+    if len(raw) != 32 or keys.fingerprint(raw) != signer.fingerprint:
+        raise CommandError(keys.KEY_UNTRUSTED, f"the key vouched for {signer.key_id!r} is not a key of fingerprint "
+                           f"{signer.fingerprint}", fingerprint=body.sender.fingerprint, key_id=body.sender.key_id)
+    return _checked(obj, body, sig, signer)
 
 
 def verify(raw: bytes | str, registered: Iterable[str], *,
@@ -260,3 +291,9 @@ def claimed_sender(obj: dict[str, Any]) -> str | None:
     sender = obj.get("sender")
     agent_id = sender.get("agent_id") if isinstance(sender, dict) else None
     return agent_id if isinstance(agent_id, str) else None
+
+
+def claimed_handoff_id(obj: dict[str, Any]) -> str | None:
+    """The handoff id a parsed bundle claims (unverified: to look up the log's record of it)."""
+    hid = obj.get("handoff_id")
+    return hid if isinstance(hid, str) else None

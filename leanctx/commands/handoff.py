@@ -9,10 +9,15 @@ created when the agent registered, or here for an actor that never registered) a
 ``handoff.created``.
 
 Import verifies the bundle **inside the write transaction** (so nothing can be applied from an
-unverified bundle) against the trust store (``leanctx.handoff_bundle``: keys of agents
-registered in this log — the key recorded for the sender's current registration
+unverified bundle; ``leanctx.handoff_trust``) against the trust store (``leanctx.handoff_bundle``:
+keys of agents registered in this log — the key recorded for the sender's current registration
 (``commands.agents.recorded_key``), or, when none was recorded, the key this data dir holds for
-it — and keys added with ``keys trust``), then, as asked:
+it — and keys added with ``keys trust``). A sender that has left (deregistered, or rejoined with
+another key since) is trusted for a bundle this log recorded: its ``handoff.created`` by the
+sender, with the bundle's digest and a fingerprint the log bound to the sender at that seq, whose
+recorded key then verifies the signature; the result says so (``sender_left``, ``trusted_by``,
+``trust_note``). A bundle reusing the id of another bundle this log recorded is refused. Then,
+as asked:
 
 - ``apply_session``: the importer's session is reset and given the sender's task, step/total,
   findings and decisions (in order) — it continues where the sender stopped. File refs are
@@ -31,9 +36,10 @@ it — and keys added with ``keys trust``), then, as asked:
 Codes: HANDOFF_NO_AGENT; create: HANDOFF_NOT_YOUR_SESSION, HANDOFF_INVALID_LIMIT; import:
 HANDOFF_INVALID_VIA, LEASE_INVALID_DURATION (a bad ``lease_seconds`` with ``apply_workflow``), and
 the refusals of verification, HANDOFF_INVALID, HANDOFF_TAMPERED, HANDOFF_UNSIGNED, KEY_UNTRUSTED,
-SIGNATURE_INVALID (see ``leanctx.handoff_bundle``). A task left alone is not a refusal: its report
-names the reason's code (TASK_NOT_FOUND, TASK_HANDOVER_FINISHED, TASK_HANDOVER_NOT_SENDERS,
-TASK_HANDOVER_STALE; see ``leanctx.commands.tasks``).
+SIGNATURE_INVALID (see ``leanctx.handoff_bundle``) and HANDOFF_ID_REUSED (see
+``leanctx.handoff_trust``). A task left alone is not a refusal: its report names the reason's code
+(TASK_NOT_FOUND, TASK_HANDOVER_FINISHED, TASK_HANDOVER_NOT_SENDERS, TASK_HANDOVER_STALE; see
+``leanctx.commands.tasks``).
 """
 
 from __future__ import annotations
@@ -48,13 +54,12 @@ from ..errors import InvalidInput, LeanCtxError
 from ..events.kinds.handoff import HandoffCreated, HandoffImported
 from ..events.kinds.knowledge import KnowledgeRemembered
 from ..events.kinds.session import SessionNoted, SessionReset, SessionTaskSet
-from ..projections.agents import LEFT_DEREGISTERED
+from ..handoff_trust import registered_agents, verify_import  # noqa: F401 (registered_agents: re-exported)
 from ..projections.diaries import recall_diary
 from ..projections.knowledge import get_entry, list_entries
 from ..projections.sessions import get_session, session_files, session_notes
 from ..projections.tasks import get_task, list_tasks
 from . import tasks as task_cmds
-from .agents import recorded_key
 from .bus import Command, CommandContext, handles
 from .knowledge import DEFAULT_WINDOW_S, check_category
 from .knowledge import stream_of as knowledge_stream
@@ -72,12 +77,6 @@ def _me(ctx: CommandContext) -> str:
     if not ctx.actor:
         raise InvalidInput("HANDOFF_NO_AGENT", "a handoff needs the agent's identity (set $LEAN_CTX_AGENT_ID)")
     return ctx.actor
-
-
-def registered_agents(conn: object) -> set[str]:
-    """Agent ids registered in this log and not deregistered (their keys are trusted)."""
-    return {r[0] for r in conn.execute(  # type: ignore[attr-defined]
-        "SELECT agent_id FROM agents WHERE left_kind IS NULL OR left_kind != ?", (LEFT_DEREGISTERED,))}
 
 
 class CreateHandoff(Command, frozen=True):
@@ -187,6 +186,9 @@ class HandoffImportResult(msgspec.Struct, frozen=True):
     message: str | None
     created_at: str
     project: str
+    sender_left: bool = False  # the sender deregistered from this log
+    trusted_by: int | None = None  # seq of the log's handoff.created that vouched (None: the trust store did)
+    trust_note: str | None = None  # e.g. "sender deregistered; trusted by the log's handoff.created at seq N"
 
 
 @handles(ImportHandoff, emits=("handoff.imported", "session.reset", "session.task_set", "session.noted",
@@ -196,11 +198,8 @@ def import_(ctx: CommandContext, cmd: ImportHandoff) -> HandoffImportResult:
     if cmd.via not in ("file", "envelope"):
         raise InvalidInput("HANDOFF_INVALID_VIA", "via is 'file' or 'envelope'")
     obj = hb.parse(cmd.bundle)
-    sender = hb.claimed_sender(obj)
-    registered = registered_agents(ctx.conn)
-    bound = recorded_key(ctx, sender) if sender in registered else None
-    recorded = {sender: [bound]} if sender is not None and bound is not None else {}
-    v = hb.verify_obj(obj, registered, recorded=recorded)
+    trust = verify_import(ctx, obj)
+    v = trust.verified
     b = v.body
     sid = session_of(me, ctx.session_id)
     applied: list[str] = []
@@ -244,7 +243,8 @@ def import_(ctx: CommandContext, cmd: ImportHandoff) -> HandoffImportResult:
     return HandoffImportResult(
         b.handoff_id, b.sender.agent_id, v.signer.key_id, v.signer.fingerprint, v.digest, me, sid, applied,
         b.session.task, b.session.step, b.session.total, len(b.session.notes), imported, skipped, reports,
-        list(b.files), len(b.diary), b.message, b.created_at, b.project)
+        list(b.files), len(b.diary), b.message, b.created_at, b.project, trust.sender_left, trust.created_seq,
+        trust.note)
 
 
 def _workflow(ctx: CommandContext, cmd: ImportHandoff, v: hb.Verified, me: str) -> list[TaskReport]:

@@ -241,9 +241,15 @@ def test_the_recorded_key_is_trusted_by_an_importer_with_another_data_dir(tmp_pa
     out = json.loads(p.stdout)
     assert out["signer"] == "a" and out["task"] == "port the parser"
     assert out["fingerprint"] == assert_key_files(home_a, "a")
-    # once a deregisters, its recorded key is no longer a known signer
+    # once a deregisters, its recorded key vouches only for the handoff this log recorded it making
+    # then ("hand off, then leave"; tests/memory/test_handoff_after_leave.py has the rest)
     cli(db, tmp_path, "agent", "deregister", "a", agent="a", home=home_a)
-    p = cli(db, tmp_path, "handoff", "import", str(bundle), agent="b", home=home_b, check=False)
+    p = cli(db, tmp_path, "--json", "handoff", "import", str(bundle), agent="b", home=home_b)
+    out = json.loads(p.stdout)
+    assert out["signer"] == "a" and out["sender_left"] and isinstance(out["trusted_by"], int)
+    late = tmp_path / "late.json"  # made after leaving: no key is bound to a any more
+    cli(db, tmp_path, "handoff", "create", "--out", str(late), agent="a", home=home_a)
+    p = cli(db, tmp_path, "handoff", "import", str(late), agent="b", home=home_b, check=False)
     assert p.returncode == 2 and "error[KEY_UNTRUSTED]" in p.stderr
 
 

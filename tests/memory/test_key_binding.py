@@ -2,9 +2,10 @@
 
 Re-registering an id never adds a signer that importers trust for it (a rejoin from another data
 dir, or anyone else naming the id, registers without recording its key: ``AGENT_KEY_MISMATCH``),
-and deregistering ends the binding, so a key of an earlier registration is no longer the agent's
-once the id registers again with another key — for importers with another data dir, and for the
-data dir that still holds the old key alike. An id that is not a safe key file name registers
+and deregistering ends the binding, so a key of an earlier registration no longer speaks for new
+work once the id registers again with another key — for importers with another data dir, and for
+the data dir that still holds the old key alike; a handoff the log recorded while that key was
+bound still imports (``leanctx.handoff_trust``). An id that is not a safe key file name registers
 without a key, and a key left behind by a refused registration is adopted by the next one.
 
 Every step runs in this process with ``LEAN_CTX_HOME`` switched between data dirs: ``home-a``
@@ -105,31 +106,40 @@ def test_a_rejoin_with_another_key_does_not_make_that_key_trusted(app: LeanCtx, 
     assert (back.key_fingerprint, back.key_warning) == (first.key_fingerprint, None)
 
 
-def test_after_deregistering_the_old_key_no_longer_speaks_for_the_id(app: LeanCtx, homes: Homes) -> None:
+def test_after_deregistering_the_old_key_speaks_only_for_handoffs_made_while_it_was_bound(
+        app: LeanCtx, homes: Homes) -> None:
     homes.use("a")
     first = register(app, "a")
     old = handoff(app, "a", "before leaving")
     app.bus.dispatch(Deregister(agent="a"), actor="a")
     homes.use("b")
-    assert refused(app, old).code == keys.KEY_UNTRUSTED  # not registered: nobody's key
+    v = import_(app, old)  # hand off, then leave: the log's handoff.created of it vouches for it
+    assert (v.task, v.signer, v.sender_left) == ("before leaving", "a", True)
     homes.use("x")  # the id registers again, from another data dir: its key is recorded now
     new = register(app, "a")
     assert new.key_fingerprint not in (None, first.key_fingerprint) and new.key_warning is None
     assert recorded(app, "a") == [first.key_fingerprint, new.key_fingerprint]
     fresh = handoff(app, "a", "after rejoining")
     homes.use("b")
-    assert import_(app, fresh).task == "after rejoining"
-    err = refused(app, old)  # the key of the earlier registration does not come back
-    assert err.code == keys.KEY_UNTRUSTED and new.key_fingerprint in err.message
-    homes.use("a")  # not even for the data dir that still holds it
+    v = import_(app, fresh)
+    assert (v.task, v.trusted_by) == ("after rejoining", None)  # the current key, as before
+    v = import_(app, old)  # the rejoin does not undo a handoff made under the earlier binding
+    assert (v.task, v.fingerprint, v.sender_left) == ("before leaving", first.key_fingerprint, False)
+    homes.use("a")  # but the old key speaks for no new work, not even for the data dir that holds it
     assert (homes.root / "home-a" / "keys" / "a.key").exists()
-    assert refused(app, old, importer="c").code == keys.KEY_UNTRUSTED
+    stale = handoff(app, "a", "old key, new work")
+    err = refused(app, stale, importer="c")
+    assert err.code == keys.KEY_UNTRUSTED and new.key_fingerprint in err.message
+    homes.use("b")
+    assert refused(app, stale).code == keys.KEY_UNTRUSTED
     # the same data dir registering again after leaving binds its key again
+    homes.use("a")
     app.bus.dispatch(Deregister(agent="a"), actor="a")
     assert register(app, "a").key_fingerprint == first.key_fingerprint
     homes.use("b")
     assert import_(app, old).task == "before leaving"
-    assert refused(app, fresh).code == keys.KEY_UNTRUSTED
+    v = import_(app, fresh)  # made while the other key was bound: the log still vouches for it
+    assert (v.task, v.fingerprint) == ("after rejoining", new.key_fingerprint) and v.trusted_by is not None
 
 
 def test_an_id_that_is_not_a_key_file_name_registers_without_a_key(app: LeanCtx, homes: Homes) -> None:

@@ -50,6 +50,8 @@ def created_text(v: Any, out: str | None = None) -> str:
 def imported_text(v: Any) -> str:
     lines = [f"handoff {v.handoff_id} from {v.sender} verified (signer {v.signer} {v.fingerprint}) → "
              f"{v.receiver} session {v.session_id}; applied: {', '.join(v.applied) or 'nothing'}"]
+    if getattr(v, "trust_note", None):
+        lines.append(f"trust: {v.trust_note}")
     if v.message:
         lines.append(f"message: {v.message}")
     if v.task:

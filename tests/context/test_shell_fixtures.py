@@ -15,6 +15,9 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "shell"
 CASES = sorted(FIXTURES.glob("*.json"))
 _INLINE = re.compile(r"\[… (\d+) lines? omitted \([^)]*\) · expand \{archive\}\]")
 _FOOTER = re.compile(r"\[… (\d+) lines? omitted: [^\]]* · expand \{archive\}\]")
+# a line shown in part: shortened (the marker names the line), or redrawn (frames dropped)
+_CUT = re.compile(r"\[… \d+ chars(?: and \d+ progress frames?)? of line (\d+) omitted · expand \{archive\}\]")
+_FRAMES = re.compile(r"\[… \d+ progress frames? of (\d+) redrawn lines? omitted · expand \{archive\}\]")
 
 
 def _load(path: Path) -> dict:
@@ -61,7 +64,8 @@ def test_fixture(path: Path) -> None:
         assert all(1 <= k <= c.raw_lines for k in lines)
         assert not lines & covered, "a line is omitted twice"
         covered |= lines
-    stated = sum(int(n) for n in _INLINE.findall(c.text)) + sum(int(n) for n in _FOOTER.findall(c.text))
+    stated = sum(int(n) for rx in (_INLINE, _FOOTER, _FRAMES) for n in rx.findall(c.text))
+    stated += len(set(_CUT.findall(c.text)))  # one line may have several gaps
     assert stated == c.omitted_lines, "the markers must state every omitted line"
     if c.omitted_lines:
         assert "{archive}" in c.text
@@ -84,11 +88,11 @@ def test_markers_cost_less_than_the_lines_they_announce(path: Path) -> None:
     fx = _load(path)
     c = compress(fx["command"], fx["stdout"], fx["stderr"], fx["exit_code"])
     if not c.omitted_lines:
-        assert not _INLINE.search(c.text) and not _FOOTER.search(c.text)
+        assert not any(rx.search(c.text) for rx in (_INLINE, _FOOTER, _CUT, _FRAMES))
         return
     lines = archive_text(fx["stdout"], fx["stderr"]).split("\n")
     omitted = "\n".join(lines[k - 1] for o in c.omissions for a, b in o.ranges for k in range(a, b + 1))
-    markers = "\n".join(m.group(0) for rx in (_INLINE, _FOOTER) for m in rx.finditer(c.text))
+    markers = "\n".join(m.group(0) for rx in (_INLINE, _FOOTER, _CUT, _FRAMES) for m in rx.finditer(c.text))
     assert count_tokens(markers.replace("{archive}", SAMPLE_ARCHIVE_ID)) < count_tokens(omitted)
 
 

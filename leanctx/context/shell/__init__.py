@@ -7,8 +7,14 @@
 * nothing dropped silently: every omitted line is announced in the text by a marker with the
   number of lines and an ``{archive}`` placeholder (see :func:`fill_archive`), and listed in
   ``omissions`` so that the caller can archive the full output;
-* must-keep facts survive: failing tests, assertion and error lines with their locations,
-  changed paths, summary lines and the exit code;
+* must-keep facts survive: failing tests, assertion and error lines with their locations
+  (every error or warning line naming a ``file:line``), changed paths, summary lines and the
+  exit code;
+* a line shown only in part counts as omitted: a very long line keeps its head and tail (and
+  the location and message start of a fact) around a marker that counts the characters left
+  out and names the line; a line redrawn with carriage returns reads as a terminal shows it
+  (its last frame) plus any earlier frame that states a fact, and the progress frames dropped
+  are counted in one marker at the end (kept instead when they cost no more than it);
 * no announcement costs more than what it announces: omitted lines that cost no more tokens
   than their part of a marker (counted with a real-length archive id) are kept instead
   (:meth:`Builder.settle`). Lines of a tool's fixed advice text (the same words in every run,
@@ -18,12 +24,27 @@
 from __future__ import annotations
 
 from leanctx.context.errors import ShellInvalidCommand
-from leanctx.context.shell.builder import Builder, State
+from leanctx.context.shell.builder import (
+    SAMPLE_ARCHIVE_ID,
+    Builder,
+    State,
+    frames_marker,
+)
 from leanctx.context.shell.dispatch import Command, parse_command
-from leanctx.context.shell.generic import detect_facts, finish
-from leanctx.context.shell.model import ARCHIVE_PLACEHOLDER, Compressed, Omission, fill_archive
+from leanctx.context.shell.generic import detect_facts, finish, is_fact
+from leanctx.context.shell.model import (
+    ARCHIVE_PLACEHOLDER,
+    Compressed,
+    Omission,
+    fill_archive,
+)
 from leanctx.context.shell.patterns import NO_GENERIC_FACTS, Ctx, select
-from leanctx.context.shell.text import strip_ansi, terminal_line
+from leanctx.context.shell.text import (
+    FRAME_SEP,
+    redraw_segments,
+    screen_text,
+    strip_ansi,
+)
 from leanctx.context.tokens import DEFAULT_ENCODING, count_tokens
 
 __all__ = [
@@ -67,17 +88,50 @@ def raw_render(stdout: str, stderr: str, exit_code: int) -> str:
     return f"{text}\n[exit {exit_code}]" if text else f"[exit {exit_code}]"
 
 
-def _clean(line: str) -> str:
-    return strip_ansi(terminal_line(line)).rstrip()
+def _screen(lines: list[str], encoding: str) -> tuple[list[str], dict[int, int]]:
+    """The raw lines as the patterns read them, and the progress frames dropped per line.
+
+    A line redrawn with carriage returns reads as its last frame, preceded by every earlier
+    frame that states a fact (joined by ``␍``); the other earlier frames are dropped and
+    counted, unless all the dropped frames together cost no more tokens than the marker that
+    would announce them: then every frame is shown."""
+    out: list[str] = []
+    dropped: dict[int, list[str]] = {}
+    for i, line in enumerate(lines):
+        if "\r" not in line:
+            out.append(strip_ansi(line).rstrip())
+            continue
+        segs = redraw_segments(line)
+        final = segs[-1].rstrip() if segs else ""
+        shown: list[str] = []
+        for seg in segs[:-1]:
+            seg = seg.rstrip()
+            if not seg.strip() or seg.strip() == final.strip():
+                continue  # blanking, or the same as what stays on screen
+            if is_fact(seg):
+                if not shown or shown[-1] != seg:
+                    shown.append(seg)
+            else:
+                dropped.setdefault(i, []).append(seg)
+        out.append(FRAME_SEP.join([*shown, final]).rstrip(FRAME_SEP) if shown else final)
+    if not dropped:
+        return out, {}
+    n_frames = sum(len(v) for v in dropped.values())
+    marker = frames_marker(n_frames, len(dropped)).replace(ARCHIVE_PLACEHOLDER, SAMPLE_ARCHIVE_ID)
+    if count_tokens("\n".join(s for v in dropped.values() for s in v), encoding) <= count_tokens(marker, encoding):
+        for i in dropped:  # cheaper to show every frame than to announce them
+            out[i] = FRAME_SEP.join(s.rstrip() for s in redraw_segments(lines[i]) if s.strip())
+        return out, {}
+    return out, {i: len(v) for i, v in dropped.items()}
 
 
 def archive_text(stdout: str, stderr: str) -> str:
     """The text to archive when lines were omitted: one line per raw line (stdout lines, then
-    stderr lines), as a terminal shows it (ANSI escapes removed, carriage-return redraws
-    reduced to their final state; nothing else changed), so that line ``k`` of the archive is line ``k`` of the
-    omission ranges of :class:`Compressed`."""
+    stderr lines), ANSI escapes removed and every frame of a line redrawn with carriage returns
+    kept, in order, separated by ``␍`` (nothing else changed), so that line ``k`` of the
+    archive is line ``k`` of the omission ranges of :class:`Compressed`."""
     lines = [*split_lines(stdout), *split_lines(stderr)]
-    return "".join(strip_ansi(terminal_line(x)) + "\n" for x in lines)
+    return "".join(screen_text(x) + "\n" for x in lines)
 
 
 def compress(
@@ -98,7 +152,9 @@ def compress(
     raw_tokens = count_tokens(raw, encoding)
 
     cmd = parse_command(command)
-    b = Builder([_clean(x) for x in raw_lines])
+    cleaned, frames = _screen(raw_lines, encoding)
+    b = Builder(cleaned)
+    b.frames = frames
     name, fn = select(cmd, b.lines)
     key = f"{name}:{cmd.sub}" if name in {"git", "pip"} else name
     if key not in NO_GENERIC_FACTS:
@@ -107,6 +163,7 @@ def compress(
         fn(b, Ctx(cmd=cmd, exit_code=exit_code, n_stdout=len(out_lines)))
     finish(b)
     b.settle(lambda t: count_tokens(t, encoding))
+    b.seal()
     text = b.render(exit_code)
     missing = b.missing_facts(text)
     if missing:  # a pattern rewrote a fact away: restore it verbatim rather than lose it

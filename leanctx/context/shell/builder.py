@@ -2,8 +2,10 @@
 
 Each raw line ends in exactly one state: kept (it appears in the text, maybe rewritten),
 folded (a repeat represented by a count), omitted (announced by a marker with the number of
-lines) or blank. Lines marked *must-keep* can never be omitted or folded away: asking to omit
-one keeps it instead. Output pieces are placed by the position of the raw line they stand
+lines) or blank. A line shown only in part (a very long line shortened in its middle, a line
+redrawn with carriage returns whose progress frames were dropped) counts as omitted: its
+marker names it, and the full line is in the archive (:meth:`Builder.seal`). Lines marked
+*must-keep* can never be omitted or folded away: asking to omit one keeps it instead. Output pieces are placed by the position of the raw line they stand
 for, so a pattern may handle some lines and leave the rest to the generic pass.
 """
 
@@ -14,7 +16,7 @@ from enum import IntEnum
 
 from leanctx.context.shell.model import ARCHIVE_PLACEHOLDER, Omission
 
-__all__ = ["SAMPLE_ARCHIVE_ID", "Builder", "State", "footer_marker", "marker"]
+__all__ = ["SAMPLE_ARCHIVE_ID", "Builder", "State", "cut_marker", "footer_marker", "frames_marker", "marker"]
 
 # What a marker costs is counted with an archive id in it, as the caller fills it in
 # (``"A" + 16 hex digits``: 10 to 16 o200k tokens, this one 12), not with the short placeholder.
@@ -36,6 +38,20 @@ def _plural(n: int) -> str:
 def marker(count: int, reason: str) -> str:
     """The inline marker announcing ``count`` omitted lines."""
     return f"[… {count} {_plural(count)} omitted ({reason}) · expand {ARCHIVE_PLACEHOLDER}]"
+
+
+def cut_marker(chars: int, line: int, frames: int = 0) -> str:
+    """The marker standing, inside a shortened line, for the ``chars`` characters left out of
+    raw line ``line`` (1-based, the archive's numbering); ``frames``: progress frames of that
+    line dropped too."""
+    extra = f" and {frames} progress frame{'' if frames == 1 else 's'}" if frames else ""
+    return f"[… {chars} chars{extra} of line {line} omitted · expand {ARCHIVE_PLACEHOLDER}]"
+
+
+def frames_marker(frames: int, lines: int) -> str:
+    """The marker announcing the progress frames dropped from ``lines`` redrawn lines."""
+    return (f"[… {frames} progress frame{'' if frames == 1 else 's'} of {lines} redrawn {_plural(lines)} "
+            f"omitted · expand {ARCHIVE_PLACEHOLDER}]")
 
 
 def footer_marker(groups: Sequence[tuple[str, int]]) -> str:
@@ -76,6 +92,11 @@ class Builder:
         self._dropped: set[int] = set()  # seqs of marker pieces withdrawn by settle()
         self._shown_by: dict[int, int] = {}  # line -> seq of the piece that shows it
         self.notes: list[str] = []  # short notes appended to the footer marker (e.g. columns)
+        # line -> progress frames dropped from it (a line redrawn with carriage returns: set
+        # before the patterns run; the line reads as its final frame, plus any frame with a fact)
+        self.frames: dict[int, int] = {}
+        self._cut: set[int] = set()  # lines kept shortened (their text holds a cut_marker)
+        self._partial: tuple[list[int], list[int]] | None = None  # set by seal(): (cut, redrawn)
 
     # ------------------------------------------------------------------ marking
     def must_keep(self, i: int, fact: str | None = None) -> None:
@@ -172,6 +193,18 @@ class Builder:
         if self._claim([i], State.KEPT):
             self._put(i, self.lines[i] if text is None else text, [i])
 
+    def keep_cut(self, i: int, text: str) -> None:
+        """Keep line ``i`` shortened as ``text``, which states what it leaves out with a
+        :func:`cut_marker`: the line counts as omitted (:meth:`seal`), the archive has it whole."""
+        if self._claim([i], State.KEPT):
+            self._put(i, text, [i])
+            self._cut.add(i)
+
+    def mark_cut(self, i: int) -> None:
+        """Line ``i``, kept (by :meth:`represent`, say), is shown shortened: its text holds a
+        :func:`cut_marker`; it counts as omitted, like :meth:`keep_cut`."""
+        self._cut.add(i)
+
     def keep_all(self, idxs: Iterable[int]) -> None:
         for i in idxs:
             self.keep(i)
@@ -182,13 +215,16 @@ class Builder:
         if got:
             self._put(min(got) if pos is None else pos, text, got)
 
-    def fold(self, idxs: Sequence[int], text: str) -> None:
-        """Exact repeats: the first line is kept as ``text``, the others are folded into it."""
+    def fold(self, idxs: Sequence[int], text: str, cut: bool = False) -> None:
+        """Exact repeats: the first line is kept as ``text``, the others are folded into it.
+        ``cut``: ``text`` shows the line shortened (as :meth:`keep_cut`)."""
         got = self._claim(idxs, State.FOLDED)
         if not got:
             return
         self.state[got[0]] = State.KEPT
         self._put(got[0], text, got)
+        if cut:
+            self._cut.add(got[0])
 
     def boilerplate(self, idxs: Iterable[int]) -> None:
         """Lines of a tool's fixed advice text (``  (use "git add <file>..." to ...)``,
@@ -290,25 +326,47 @@ class Builder:
                 break
             self._restore(self._footer.pop(best))
 
+    def seal(self) -> None:
+        """Account for the lines shown only in part, once every other decision is made (after
+        :meth:`settle`): a shortened line, or a redrawn line whose progress frames were dropped,
+        becomes omitted (unless it was omitted whole already). Shortened lines carry their own
+        marker; the redrawn ones are announced by one marker at the end. Idempotent."""
+        if self._partial is not None:
+            return
+        cut = sorted(i for i in self._cut if self.state[i] != State.OMITTED)
+        redrawn = sorted(i for i in self.frames if i not in self._cut and self.state[i] != State.OMITTED)
+        for i in (*cut, *redrawn):
+            self.state[i] = State.OMITTED
+        self._partial = (cut, redrawn)
+
     # ------------------------------------------------------------------ result
     def counts(self) -> dict[State, int]:
+        self.seal()
         c = {s: 0 for s in State}
         for s in self.state:
             c[s] += 1
         return c
 
     def omissions(self) -> list[Omission]:
+        self.seal()
         inline = [Omission(reason=r, count=len(run), ranges=_ranges(run)) for run, r, _ in self._inline_runs]
         footer = [
             Omission(reason=r, count=len(ix), ranges=_ranges(ix)) for r, ix in self._footer.items()
         ]
-        return [*inline, *footer]
+        cut, redrawn = self._partial or ([], [])
+        partial = [Omission(reason=r, count=len(ix), ranges=_ranges(ix))
+                   for r, ix in (("long lines shortened", cut), ("progress frames", redrawn)) if ix]
+        return [*inline, *footer, *partial]
 
     def render(self, exit_code: int) -> str:
+        self.seal()
         pieces = sorted(p for p in self._pieces if p[1] not in self._dropped)
         out = [t for _, _, t in pieces]
         if self._footer:
             out.append(footer_marker([(r, len(v)) for r, v in self._footer.items()]))
+        redrawn = (self._partial or ([], []))[1]
+        if redrawn:
+            out.append(frames_marker(sum(self.frames[i] for i in redrawn), len(redrawn)))
         for n in self.notes:
             out.append(f"[{n}]")
         if exit_code != 0:

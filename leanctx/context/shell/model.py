@@ -30,9 +30,11 @@ class Compressed(msgspec.Struct, frozen=True):
     ``raw_lines == kept_lines + folded_lines + omitted_lines + blank_lines`` always holds:
     kept lines appear in ``text`` (possibly rewritten more compactly), folded lines are exact
     or near repeats represented by a count, omitted lines are announced by a marker stating
-    their number, and blank lines (empty, rulers such as ``=====``, or a tool's fixed advice
-    text such as git's ``(use "git add <file>..." ...)``: the same words in every run) carry no
-    information.
+    their number (a line shown only in part, a very long line shortened in its middle or a
+    redrawn line whose progress frames were dropped, counts as omitted: its marker states the
+    characters or frames left out; the archive has the line whole), and blank lines (empty,
+    rulers such as ``=====``, or a tool's fixed advice text such as git's ``(use "git add
+    <file>..." ...)``: the same words in every run) carry no information.
     """
 
     text: str

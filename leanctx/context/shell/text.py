@@ -5,13 +5,20 @@ from __future__ import annotations
 import re
 
 __all__ = [
+    "FRAME_SEP",
     "is_blank",
     "is_progress",
     "normalize_for_similarity",
+    "redraw_segments",
+    "screen_text",
     "squeeze_spaces",
     "strip_ansi",
     "terminal_line",
 ]
+
+# Shown between the frames of a line redrawn with carriage returns when more than its final
+# state is written out (in the archive, and for frames that state a fact in the text).
+FRAME_SEP = "␍"
 
 # CSI sequences, OSC sequences (terminated by BEL or ST), and lone two-byte escapes.
 _ANSI = re.compile(r"\x1b\[[0-9;?<=>]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
@@ -40,6 +47,21 @@ def terminal_line(line: str) -> str:
         return line
     parts = [p for p in line.split("\r") if p != ""]
     return parts[-1] if parts else ""
+
+
+def redraw_segments(line: str) -> list[str]:
+    """The frames of a line redrawn with carriage returns, ANSI escapes removed: every non-empty
+    segment between ``\\r``, the last one being what a terminal shows (a lone trailing ``\\r``,
+    as in CRLF output, redraws nothing)."""
+    return [strip_ansi(p) for p in line.split("\r") if p != ""]
+
+
+def screen_text(line: str) -> str:
+    """A raw line as the archive keeps it: ANSI escapes removed and, for a line redrawn with
+    carriage returns, every frame in order, separated by ``␍`` (nothing dropped)."""
+    if "\r" not in line:
+        return strip_ansi(line)
+    return FRAME_SEP.join(redraw_segments(line))
 
 
 def is_blank(line: str) -> bool:

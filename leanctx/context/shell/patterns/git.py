@@ -23,8 +23,16 @@ _SECTIONS = {
     "Ignored files:": "ignored",
 }
 # git's advice lines (advice.statusHints): a fixed sentence per situation, no path or count in it
-_ADVICE = re.compile(r'^\s+\(use "git [\w/ -]+(?: <[\w.]+>\.\.\.)?"(?: and/or "git [\w -]+")? to [\w ,/-]+\)$')
-_ENTRY = re.compile(r"^\t(?:(" + "|".join(_STATUS_CODES) + r"):\s+)?(.+?)(?:\s+\((?:new commits|modified content|untracked content)[^)]*\))?$")
+_ADVICE = re.compile(
+    r'^\s+\((?:use "git [\w/ -]+(?: <[\w.]+>\.\.\.)?"(?: and/or "git [\w -]+")? to [\w ,/-]+'
+    r'|fix conflicts and (?:then )?run "git [\w -]+"|all conflicts fixed: run "git [\w -]+"'
+    r'|commit or discard the untracked or modified content in submodules)\)$'
+)
+# an entry; a submodule's state ("(new commits, modified content)") is kept with its path
+_ENTRY = re.compile(
+    r"^\t(?:(" + "|".join(_STATUS_CODES) + r"):\s+)?(.+?)"
+    r"(\s+\((?:new commits|modified content|untracked content)(?:, (?:new commits|modified content|untracked content))*\))?$"
+)
 _MAX_LIST = 40
 
 
@@ -57,7 +65,10 @@ def _status(b: Builder) -> None:
             b.blank(i)
         elif _ADVICE.match(line):
             advice.append(i)
-        elif line.startswith(("On branch ", "HEAD detached", "Your branch", "and have ")) and not section:
+        elif not section and (
+            line.startswith(("On branch ", "HEAD detached", "Your branch"))
+            or (branch_lines and branch_lines[-1] == i - 1 and b.lines[i - 1].endswith(",") and line[:1] != " ")
+        ):  # the branch, and its state sentence (which git may wrap onto a second line)
             branch_lines.append(i)
         elif s in _SECTIONS:
             section = _SECTIONS[s]
@@ -67,11 +78,19 @@ def _status(b: Builder) -> None:
             hints.append(i)
         elif section and (m := _ENTRY.match(line)):
             code = _STATUS_CODES.get(m.group(1) or "", "?" if section == "untracked" else "")
-            path = m.group(2)
+            path = m.group(2) + (m.group(3) or "")  # a submodule's "(new commits)" is part of its state
             b.must_keep(i, path)
             entries[section].append((i, f"{code} {path}".strip() if section != "untracked" else path))
     if branch_lines:
-        b.represent(branch_lines, ", ".join(_branch_state(b.lines[i]) for i in branch_lines))
+        sentences: list[str] = []
+        for i in branch_lines:  # a line ending in "," goes on in the next one
+            if sentences and sentences[-1].endswith(","):
+                sentences[-1] += " " + b.lines[i].strip()
+            else:
+                sentences.append(b.lines[i].strip())
+        state = ", ".join(_branch_state(x) for x in sentences)
+        b.must_keep(branch_lines[0], state)
+        b.represent(branch_lines, state)
     for sec, items in entries.items():
         if not items:
             continue
@@ -84,12 +103,21 @@ def _status(b: Builder) -> None:
     b.omit(hints, "git hints", inline=False)
 
 
-def _branch_state(line: str) -> str:
-    """``On branch main`` → ``branch main``; ``Your branch is ahead of 'o/m' by 2 commits.`` →
-    ``ahead of 'o/m' by 2 commits``: the same facts without the sentence around them."""
-    s = line.strip().rstrip(".")
+_DIVERGED = re.compile(
+    r"^Your branch and (.+) have diverged, and have (\d+) and (\d+) different commits? each, respectively$"
+)
+
+
+def _branch_state(s: str) -> str:
+    """One branch sentence of ``git status`` as its facts: ``On branch main`` → ``branch
+    main``; ``Your branch is ahead of 'o/m' by 2 commits.`` → ``ahead of 'o/m' by 2 commits``;
+    ``Your branch and 'o/x' have diverged, and have 2 and 3 different commits each,
+    respectively.`` → ``diverged from 'o/x': 2 and 3 different commits each``."""
+    s = s.strip().rstrip(".")
     if s.startswith("On branch "):
         return "branch " + s[10:]
+    if m := _DIVERGED.match(s):
+        return f"diverged from {m.group(1)}: {m.group(2)} and {m.group(3)} different commits each"
     if s.startswith("Your branch "):
         return re.sub(r"^Your branch (?:is )?", "", s)
     return s
@@ -153,6 +181,14 @@ def _log_and_diff(b: Builder, oneline: bool) -> None:
         line = b.lines[i]
         if line.startswith("commit ") and re.match(r"^commit [0-9a-f]{7,}", line):
             commits += 1
+            if commits > _MAX_COMMITS:  # the older commits, whole (with any diff or stat): one marker
+                older = [k for k in range(i, n) if b.lines[k].strip()]
+                for k in range(i, n):
+                    if not b.lines[k].strip():
+                        b.blank(k)
+                n_older = sum(1 for k in older if re.match(r"^commit [0-9a-f]{7,}", b.lines[k]))
+                b.omit(older, f"{n_older} older commits")
+                break
             j = i + 1
             header = [i]
             author = date = ""
@@ -175,15 +211,12 @@ def _log_and_diff(b: Builder, oneline: bool) -> None:
             sha = parts[1][:9]
             deco = " ".join(parts[2:])
             subject = b.lines[msg[0]].strip() if msg else ""
-            if commits > _MAX_COMMITS:
-                b.omit([*header, *msg], "older commits")
-            else:
-                who = "" if one_author else f" {author}:"
-                when = "" if one_date else f" {date}"
-                b.represent([*header, *(msg[:1])], f"{sha}{when}{who} {subject}" + (f" {deco}" if deco else ""))
-                if subject:
-                    b.must_keep(msg[0], subject)
-                bodies.extend(msg[1:])
+            who = "" if one_author else f" {author}:"
+            when = "" if one_date else f" {date}"
+            b.represent([*header, *(msg[:1])], f"{sha}{when}{who} {subject}" + (f" {deco}" if deco else ""))
+            if subject:
+                b.must_keep(msg[0], subject)
+            bodies.extend(msg[1:])
             i = j
             continue
         if line.startswith("diff --git ") or line.startswith("diff --cc "):

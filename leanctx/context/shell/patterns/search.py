@@ -6,7 +6,7 @@ import os
 import re
 from collections import defaultdict
 
-from leanctx.context.shell.builder import Builder
+from leanctx.context.shell.builder import Builder, cut_marker
 from leanctx.context.shell.patterns.common import Ctx
 
 __all__ = ["grep"]
@@ -19,11 +19,17 @@ _BINARY = re.compile(r"^(?:grep: )?(?:Binary file )?(\S+)(?:: binary file matche
 _PER_FILE = 5
 _TOTAL = 100
 _MAX_TEXT = 160
+_CLIP_SLACK = 80  # a shorter excess costs less than the marker that would announce it
 
 
-def _clip(text: str) -> str:
+def _clip(b: Builder, i: int, text: str) -> str:
+    """A match's text; a very long one shortened, the rest counted by a marker naming line
+    ``i`` (the line counts as omitted: the archive has it whole)."""
     text = text.strip()
-    return text if len(text) <= _MAX_TEXT else f"{text[:_MAX_TEXT]}…[+{len(text) - _MAX_TEXT} chars]"
+    if len(text) <= _MAX_TEXT + _CLIP_SLACK:
+        return text
+    b.mark_cut(i)
+    return text[:_MAX_TEXT] + cut_marker(len(text) - _MAX_TEXT, i + 1, b.frames.get(i, 0))
 
 
 def grep(b: Builder, ctx: Ctx) -> None:
@@ -78,7 +84,7 @@ def grep(b: Builder, ctx: Ctx) -> None:
         # a capped file says how many of its matches are shown; the lines left out are
         # announced together in one marker at the end (one archive id, not one per file)
         count = f" ({len(shown)} of {len(matches)})" if extra else f" ({len(matches)})" if len(matches) > 1 else ""
-        body = [f"  {ln}: {_clip(t)}" if ln else f"  {_clip(t)}" for _, ln, t in shown]
+        body = [f"  {ln}: {_clip(b, k, t)}" if ln else f"  {_clip(b, k, t)}" for k, ln, t in shown]
         lead = [heads[path]] if path in heads else []
         b.represent([*lead, *(k for k, _, _ in shown)], "\n".join([rel + count, *body]))
         if extra:

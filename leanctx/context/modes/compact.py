@@ -26,7 +26,10 @@ parameter, its type and the return type stay; what goes is syntax the reader doe
 - past ``MAX_DECORATORS`` stacked decorators, the first ones and a count are shown
   (``@click.command(…) @click.option(…) (+13 decorators) main(…)``);
 - a Python constant is ``NAME[: T] = value`` with a value longer than ``MAX_STRING``
-  characters elided; a type alias keeps its value, which is the type;
+  characters elided; a type alias keeps its value, which is the type. The module-level bindings
+  of other languages (``export const K = 1``, ``export const CONFIG = …``, Go ``const A Kind =
+  iota`` / ``var ErrX = …``, Rust ``pub const N: usize = 4``; which ones: see
+  ``leanctx.context.symbols.bindings``) are written the same way, each value elided alike;
 - whitespace is collapsed. Only a signature longer than ``MAX_SIG`` characters (generated
   code; no real one comes near it) is cut, after its name, with ``…``.
 
@@ -39,6 +42,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from leanctx.context.symbols import bindings as _b
 from leanctx.context.symbols import regex as _regex
 from leanctx.context.symbols import treesitter as _ts
 from leanctx.context.symbols.model import Symbol
@@ -79,6 +83,8 @@ class _CompactWalker(_ts._Walker):  # reuse the walk, render compactly
     def _signature(self, node: Any, start: int, body: Any | None) -> str:
         if self.lang == "python" and node.type in {"assignment", "type_alias_statement"}:
             return self._binding(node)
+        if body is None and node.type in _b.BINDING_TYPES:
+            return self._module_binding(node, start)
         has_body = body is not None and body.start_byte > start
         end = body.start_byte if body is not None and has_body else node.end_byte
         root = node
@@ -131,6 +137,28 @@ class _CompactWalker(_ts._Walker):  # reuse the walk, render compactly
         edits.sort(key=lambda e: (e[0], -e[1]))
         sig = _WS.sub(" ", self._apply(edits, node.start_byte, node.end_byte)).strip()
         return _CLOSE.sub(r"\1", _OPEN.sub(r"\1", sig))
+
+    def _module_binding(self, node: Any, start: int) -> str:
+        """A JS/TS, Go or Rust constant or variable: its declaration (``export const K = 1``),
+        each value longer than ``MAX_STRING`` characters or spanning lines elided to ``…``."""
+        edits: list[tuple[int, int, bytes]] = []
+        values = _b.binding_values(node)
+        for v in values:
+            raw = self.text(v.start_byte, v.end_byte).strip()
+            if len(_WS.sub(" ", raw)) > MAX_STRING or "\n" in raw:
+                edits.append((v.start_byte, v.end_byte, "…".encode()))
+        keep = {(v.start_byte, v.end_byte) for v in values}
+        todo = list(node.named_children)
+        while todo:  # comments outside the values
+            c = todo.pop()
+            if "comment" in c.type:
+                edits.append((c.start_byte, c.end_byte, b" "))
+            elif (c.start_byte, c.end_byte) not in keep:
+                todo.extend(c.named_children)
+        edits.sort(key=lambda e: (e[0], -e[1]))
+        sig = _WS.sub(" ", self._apply(edits, start, node.end_byte)).strip().rstrip(";").rstrip()
+        sig = _CLOSE.sub(r"\1", _OPEN.sub(r"\1", sig))
+        return f"{_b.GO_SPECS[node.type]} {sig}" if node.type in _b.GO_SPECS else sig
 
     def _apply(self, edits: list[tuple[int, int, bytes]], a: int, b: int) -> str:
         """The source between ``a`` and ``b`` with the edits that fall inside it applied."""

@@ -41,6 +41,9 @@ _JS_DEFS = {
     "class_declaration": "class", "class": "class", "abstract_class_declaration": "class",
     "function_declaration": "function", "generator_function_declaration": "function",
     "method_definition": "method", "lexical_declaration": "function", "variable_declaration": "function",
+    "assignment_expression": "function",  # CommonJS ``exports.f = function (…) {}``
+    # ``export default function () {}`` / ``export default (a) => …``: a function named "default"
+    "function_expression": "function", "arrow_function": "function", "generator_function": "function",
     "interface_declaration": "interface", "type_alias_declaration": "type", "enum_declaration": "enum",
     "function_signature": "function", "method_signature": "method", "abstract_method_signature": "method",
     "internal_module": "namespace", "module": "namespace",
@@ -53,8 +56,8 @@ _JS = LangSpec(
     # a bare ``namespace X { }`` / ``module X { }`` is parsed as an expression statement
     scopes=frozenset({"expression_statement"}),
     bodies=_BLOCKS | frozenset({"arrow_function"}),
-    needs_child={"lexical_declaration": frozenset({"arrow_function", "function_expression", "function"}),
-                 "variable_declaration": frozenset({"arrow_function", "function_expression", "function"})},
+    # ``const/let/var``: a function, a listed constant or nothing (``bindings``); an assignment
+    # only when it is CommonJS ``exports.f = function``/``module.exports = class`` (``bindings``)
 )
 
 SPECS: Final[dict[str, LangSpec]] = {
@@ -77,15 +80,17 @@ SPECS: Final[dict[str, LangSpec]] = {
         defs={"function_item": "function", "function_signature_item": "function", "struct_item": "struct",
               "enum_item": "enum", "union_item": "union", "trait_item": "trait", "impl_item": "impl",
               "type_item": "type", "mod_item": "module", "macro_definition": "macro",
-              "foreign_mod_item": "module"},  # extern "C" { fn f(); }: the functions it declares
+              "foreign_mod_item": "module",  # extern "C" { fn f(); }: the functions it declares
+              "const_item": "constant", "static_item": "static"},  # listed: pub or UPPER_CASE (bindings)
         containers=frozenset({"trait_item", "impl_item", "mod_item", "foreign_mod_item"}),
         bodies=_BLOCKS | frozenset({"macro_rule"}),  # a macro's rules are its body
     ),
     "go": LangSpec(
         defs={"function_declaration": "function", "method_declaration": "method", "type_spec": "type",
-              "type_alias": "type", "method_elem": "method"},
+              "type_alias": "type", "method_elem": "method",
+              "const_spec": "constant", "var_spec": "variable"},  # exported ones only (bindings)
         containers=frozenset({"type_spec"}),
-        scopes=frozenset({"type_declaration"}),
+        scopes=frozenset({"type_declaration", "const_declaration", "var_declaration", "var_spec_list"}),
         bodies=_BLOCKS | frozenset({"interface_type", "struct_type"}),
     ),
     "java": LangSpec(

@@ -1,4 +1,7 @@
-"""Declarations from a tree-sitter parse (``tree_sitter_language_pack``, grammars bundled)."""
+"""Declarations from a tree-sitter parse (``tree_sitter_language_pack``, grammars bundled).
+
+Which module-level bindings (constants, variables) count as declarations, and which names an
+export list or CommonJS makes exported: see ``bindings``."""
 
 from __future__ import annotations
 
@@ -6,6 +9,7 @@ import re
 import threading
 from typing import Any
 
+from leanctx.context.symbols import bindings as _b
 from leanctx.context.symbols.model import Symbol
 from leanctx.context.symbols.specs import SPECS, LangSpec
 
@@ -54,6 +58,7 @@ class _Walker:
         self.src = src
         self.out: list[Symbol] = []
         self._in_class = False
+        self.js_exports: set[str] = set()  # names an export list or CommonJS exports (bindings)
 
     def text(self, start: int, end: int) -> str:
         return self.src[start:end].decode("utf-8", errors="replace")
@@ -91,7 +96,8 @@ class _Walker:
         need = self.spec.needs_child.get(t)
         if need and not _contains(node, need, 3):
             return
-        kind = self._kind(node, depth)
+        exported = exported or t == "assignment_expression"  # CommonJS ``exports.f = …``
+        kind = self._kind(node, depth, exported)
         if kind is None:
             return
         body = self._body(node)
@@ -111,19 +117,21 @@ class _Walker:
             parent=parent,
         )
         self.out.append(sym)
-        if t in self.spec.containers and body is not None:
+        if body is not None and (t in self.spec.containers or (t == "assignment_expression" and kind == "class")):
             saved = self._in_class
             self._in_class = kind not in {"namespace", "module"}
             self.walk(body, depth + 1, name)
             self._in_class = saved
 
     # ------------------------------------------------------------------ pieces
-    def _kind(self, node: Any, depth: int) -> str | None:
+    def _kind(self, node: Any, depth: int, exported: bool = False) -> str | None:
         t = node.type
         kind = self.spec.defs[t]
         lang = self.lang
         if lang == "python" and t == "assignment":
             return self._binding_kind(node)
+        if t in _b.BINDING_TYPES or t == "assignment_expression":
+            return _b.binding_kind(lang, node, kind, exported, self.src, self.js_exports)
         if kind == "function" and depth > 0 and lang != "haskell" and self._in_class:
             kind = "method"
         if lang == "go" and t == "type_spec":
@@ -182,8 +190,13 @@ class _Walker:
 
     def _body(self, node: Any) -> Any | None:
         if node.type in {"lexical_declaration", "variable_declaration"}:
-            fn = _find(node, {"arrow_function", "function_expression", "function"}, 3)
+            fn = _b.js_function_value(node)
             return fn.child_by_field_name("body") if fn is not None else None
+        if node.type == "assignment_expression":  # CommonJS: the function's or the class's body
+            right = _b.unwrap(node.child_by_field_name("right"))
+            return right.child_by_field_name("body") if right is not None else None
+        if node.type in _b.BINDING_TYPES:
+            return None
         if self.lang == "go" and node.type == "type_spec":
             ty = node.child_by_field_name("type")
             return ty if ty is not None and ty.type in {"struct_type", "interface_type"} else None
@@ -208,6 +221,8 @@ class _Walker:
             sig = "type " + sig
             if body is not None:
                 sig += " " + body.type.split("_")[0]  # struct / interface
+        elif node.type in _b.GO_SPECS:  # a spec of a ``const (...)`` block has no keyword of its own
+            sig = f"{_b.GO_SPECS[node.type]} {sig}"
         if len(sig) > _MAX_SIG:
             sig = sig[:_MAX_SIG] + "…"
         return sig
@@ -218,6 +233,8 @@ class _Walker:
             if left is not None and left.type != "identifier":
                 left = _first(left, {"identifier"}) or _first(_first(left, {"generic_type"}) or left, {"identifier"})
             return self.text(left.start_byte, left.end_byte) if left is not None else ""
+        if self.lang in _b.JS_LANGS and node.type in _b.VALUE_DECLARATIONS:
+            return _b.value_name(node, self.src)
         n = node.child_by_field_name("name")
         if n is None and self.lang in {"c", "cpp"}:
             n = _declarator_name(node)
@@ -233,8 +250,10 @@ class _Walker:
     def _exported(self, name: str, sig: str, exported: bool, depth: int) -> bool:
         lang = self.lang
         words = set(sig.split())
-        if lang in {"javascript", "typescript", "tsx"}:
-            return exported if depth == 0 else not ({"private", "protected"} & words or name.startswith("#"))
+        if lang in _b.JS_LANGS:
+            if depth == 0:
+                return exported or name in self.js_exports
+            return not ({"private", "protected"} & words or name.startswith("#"))
         if lang == "python":
             return not name.startswith("_") or (name.startswith("__") and name.endswith("__"))
         if lang == "go":
@@ -304,7 +323,7 @@ class _Walker:
                 self._zig(c, depth + 1, name)
 
 
-_CONSTANT = re.compile(r"_*[A-Z][A-Z0-9_]*")
+_CONSTANT = _b.CONSTANT
 _FINAL_ANN = re.compile(r"(?:\w+\.)?Final\b")
 _TYPE_ALIAS_ANN = re.compile(r"\bTypeAlias\b")
 _TYPE_FACTORIES = frozenset({"TypeVar", "ParamSpec", "TypeVarTuple", "NewType", "NamedTuple", "TypedDict"})
@@ -364,6 +383,8 @@ def extract(language: str, text: str, walker: type[_Walker] = _Walker) -> list[S
     src = text.encode("utf-8")
     tree = parser_for(language).parse(src)
     w = walker(language, src)
+    if language in _b.JS_LANGS:
+        w.js_exports = _b.js_exported_names(tree.root_node, src)
     w.walk(tree.root_node, 0, "")
     syms = w.out
     if language == "haskell":  # equations of a function that has a type signature are redundant

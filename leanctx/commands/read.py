@@ -5,23 +5,32 @@ file outside the write transaction; this handler runs inside it and decides, exa
 
 - **stub or content.** The ~13-token stub (``F3=src/app.py [unchanged 120 lines · fresh=true
   to re-read]``) goes only to the conversation (agent id + session id, both set) whose
-  ``deliveries`` row for (path, mode) holds this very content hash; never with ``fresh`` or
-  ``raw``, never for a mode whose options are not in the key (``task``), never to another agent
-  or session, never without a session. ``diff`` compares with the conversation's latest
-  delivery of the path (any mode): if that moved since the operation looked, the full
-  content is sent instead; if it is this very content, the stub is sent.
+  ``deliveries`` row for (path, mode) holds this very content hash *and* that received this
+  content whole in that mode (a non-stub delivery that was not capped: see
+  ``leanctx.commands.read_rules``), so a capped answer never makes a later read a stub; never
+  with ``fresh`` or ``raw``, never for a mode whose options are not in the key (``task``),
+  never to another agent or session, never without a session.
+- **diff.** A diff is sent only against a version this conversation holds *in full* (received
+  whole in ``full`` mode, or as a diff, never a partial view or a capped answer) that is also
+  its latest delivery of the path: the operation renders against the latest delivery; if that
+  moved since it looked, or the conversation never received it in full, the full content is
+  sent instead, with a note saying why; if the base is this very content, the stub is sent.
 - **refs.** ``F1``..``Fn`` per session: the path's existing ref, else the next free number.
 - **the cap.** Answers are capped together at ``cap_tokens`` (default 20,000, well under the
   25,000 clients accept): past it the rest of a view is left out, the whole view is in an
   archive (written by the operation beforehand, redacted), and the answer says how many lines
   were sent and where the rest is (``archive.created``).
 - **scent and budget.** Another agent's active claim is noted inline (``[scent: claimed by
-  cursor-dev-1, 4m ago]``); every read deposits HOT on the file; ``enforce_budget`` refuses the
+  cursor-dev-1, 4m ago]``); every read deposits HOT on the file, and a full read that is a
+  *bounce* (a compressed read of the same path and content in this conversation at most 3
+  calls before: the savings projection's definition) also deposits STUCK, in the same
+  transaction; ``enforce_budget`` refuses the
   whole call with ``BUDGET_EXCEEDED`` at 100 %; the tokens sent are consumed and at >= 80 % the
   budget's warning line is added to the last answer.
 
 Every answer states its mode, line count and the tokens sent (``sent_tokens`` = the tokenizer
-count of exactly the text returned, stub included).
+count of exactly the text returned, stub included), and how many secrets were redacted in the
+text it sends (not in the rest of the file).
 """
 
 from __future__ import annotations
@@ -32,13 +41,18 @@ from collections.abc import Callable
 import msgspec
 
 from ..archive import ArchiveInfo, ArchiveStore
-from ..context import secrets as _secrets
 from ..errors import InvalidInput
 from ..events.kinds.context import ArchiveCreated, FileRead
 from ..projections.budgets import make_state
-from ..projections.deliveries import last_delivery, latest_delivery, next_ref_number, ref_for
+from ..projections.deliveries import (
+    last_delivery,
+    latest_delivery,
+    next_ref_number,
+    ref_for,
+)
 from .budgets import consume, enforce_budget
 from .bus import Command, CommandContext, handles
+from .read_rules import DIFF_BASE_MODES, holds_whole, is_bounce, secrets_sent
 from .scent import claim_note, emit_deposit
 
 __all__ = [
@@ -126,21 +140,13 @@ class ReadAnswer(msgspec.Struct, frozen=True):
 
 
 def redact_keeping_lines(text: str) -> tuple[str, int]:
-    """``redact(text)``, except that a private key block keeps its line count (its marker is
-    followed by as many newlines as the block had), so line numbers still match the file.
-    Returns (text, number of redactions)."""
-    count = 0
-    if "PRIVATE KEY" in text:
-        pat = _secrets._PATTERNS[0][1]  # the private key block pattern
+    """``redact(text)`` with the line structure kept, by the same rules as shell and search
+    (``leanctx.ops.files.redact_text``): a private key block becomes ``[REDACTED:private_key]``
+    followed by as many newlines as it spanned, and a block with no END line is redacted to the
+    end of the text, so line numbers still match the file. Returns (text, number of redactions)."""
+    from ..ops.files import redact_text  # imported on first use, like the tokenizer
 
-        def block(m: re.Match[str]) -> str:
-            nonlocal count
-            count += 1
-            return _secrets.REDACTED.format(kind="private_key") + "\n" * m.group(0).count("\n")
-
-        text = pat.sub(block, text)
-    r = _secrets.redact(text)
-    return r.text, count + r.count
+    return redact_text(text)
 
 
 def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:
@@ -209,17 +215,20 @@ class _Answer(msgspec.Struct):
 def _compose(cmd: RecordRead, f: ReadFile, view: ReadView, head: str, scent: str | None,
              remaining: int, archives: ArchiveStore | None) -> tuple[str, int, bool, ArchiveInfo | None]:
     enc = cmd.encoding
-    extras: list[str] = [view.detail] if view.detail else []
-    if cmd.raw:
-        extras.append("raw")
-    elif f.redactions:
-        extras.append(f"{f.redactions} secret{'s' if f.redactions != 1 else ''} redacted")
+    base: list[str] = [view.detail] if view.detail else []
+
+    def extras(sent: str) -> list[str]:
+        if cmd.raw:
+            return [*base, "raw"]
+        k = secrets_sent(sent, f.redactions)  # in the text sent, not in the rest of the file
+        return [*base, f"{k} secret{'s' if k != 1 else ''} redacted"] if k else base
+
     tail = [*view.notes, *([scent] if scent else [])]
     body = view.body.removesuffix("\n")
     rest = "\n" + body if body else ""
     if tail:
         rest += "\n" + "\n".join(tail)
-    text, n = _with_count(_header(head, view.label, f.lines, extras), rest, enc)
+    text, n = _with_count(_header(head, view.label, f.lines, extras(body)), rest, enc)
     if n <= remaining:
         return text, n, False, None
     # past the cap: send the head of the view, the whole view is in the archive
@@ -254,7 +263,7 @@ def _compose(cmd: RecordRead, f: ReadFile, view: ReadView, head: str, scent: str
         r = ("\n" + part if part else "") + "\n" + notice
         if tail:
             r += "\n" + "\n".join(tail)
-        return _with_count(_header(head, view.label, f.lines, [*extras, "capped"]), r, enc)
+        return _with_count(_header(head, view.label, f.lines, [*extras(part), "capped"]), r, enc)
 
     overhead = count_tokens(build(0)[0], enc)
     k = _cut(cum, max(0, remaining - overhead))
@@ -263,6 +272,17 @@ def _compose(cmd: RecordRead, f: ReadFile, view: ReadView, head: str, scent: str
         k = _cut(cum, max(0, (cum[k - 1] if k else 0) - (n - remaining) - 1))
         text, n = build(k)
     return text, n, True, info
+
+
+def _diff_refused(ctx: CommandContext, path: str, base: str) -> str | None:
+    """Why a diff against ``base`` may not be sent to this conversation (None: it may)."""
+    latest = latest_delivery(ctx.conn, ctx.actor, ctx.session_id, path, project=ctx.project)
+    if latest is None or latest.content_hash != base:
+        return "this conversation read the file again meanwhile"
+    if not holds_whole(ctx.conn, ctx.actor, ctx.session_id, path, base, DIFF_BASE_MODES, project=ctx.project):
+        return (f"this conversation never received {base[:8]} in full (only a partial view or a capped answer),"
+                " so there is nothing to diff against")
+    return None
 
 
 @handles(RecordRead, emits=("file.read", "archive.created", "scent.deposited", "budget.consumed"),
@@ -298,17 +318,19 @@ def record(ctx: CommandContext, cmd: RecordRead) -> list[ReadAnswer]:
         view = f.view
         stub = False
         if view.diff_base is not None:
-            latest = latest_delivery(conn, agent, session, f.path, project=project)
-            moved = latest is None or latest.content_hash != view.diff_base
-            if moved or (cmd.fresh and view.diff_base == f.content_hash) or cmd.raw:
+            why = _diff_refused(ctx, f.path, view.diff_base)
+            if why or (cmd.fresh and view.diff_base == f.content_hash) or cmd.raw:
                 if f.alt is None:
                     raise InvalidInput("READ_NO_FALLBACK", "a diff view needs its full-content fallback")
                 view = f.alt
+                if why and not cmd.raw:
+                    view = msgspec.structs.replace(view, notes=[*view.notes, f"[diff: {why}; full content sent]"])
             elif view.diff_base == f.content_hash:
                 stub = conv
         elif conv and not cmd.fresh and not cmd.raw and stub_eligible(view.mode):
             last = last_delivery(conn, agent, session, f.path, view.mode, project=project)
-            stub = last is not None and last.content_hash == f.content_hash
+            stub = (last is not None and last.content_hash == f.content_hash
+                    and holds_whole(conn, agent, session, f.path, f.content_hash, (view.mode,), project=project))
         scent = claim_note(ctx, f.path)
         if stub:
             text = stub_text(head, f.lines) + (f"\n{scent}" if scent else "")
@@ -330,6 +352,18 @@ def record(ctx: CommandContext, cmd: RecordRead) -> list[ReadAnswer]:
             final.tokens = new
             final.warning = after.warning_line
 
+    stuck: set[str] = set()
+    if agent:
+        compressed: set[tuple[str, str]] = set()  # earlier answers of this very call
+        for a in done:
+            key = (a.f.path, a.f.content_hash)
+            if a.stub or a.view.mode != "full":
+                compressed.add(key)
+                continue
+            if key in compressed or is_bounce(ctx, a.f.path, a.f.content_hash):
+                stuck.add(a.f.path)
+            compressed = {c for c in compressed if c[0] != a.f.path}
+
     out: list[ReadAnswer] = []
     for a in done:
         f = a.f
@@ -347,6 +381,8 @@ def record(ctx: CommandContext, cmd: RecordRead) -> list[ReadAnswer]:
                                                                 tokens=ai.tokens))
         if agent:
             emit_deposit(ctx, f.path, "HOT")
+            if f.path in stuck:  # a bounce: the compressed read did not serve
+                emit_deposit(ctx, f.path, "STUCK")
         out.append(ReadAnswer(
             path=f.path, text=a.text, mode=a.view.mode, requested_mode=f.requested_mode, lines=f.lines,
             sent_tokens=a.tokens, raw_tokens=f.raw_tokens, content_hash=f.content_hash, ref=a.ref, stub=a.stub,

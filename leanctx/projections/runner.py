@@ -162,6 +162,11 @@ class Projections:
                 self._catch_up_in(tx, p, head)
 
     # --- public operations ---------------------------------------------------------
+    def catch_up_in(self, tx: WriteTx, p: Projection) -> int:
+        """Bring projection ``p`` current inside the caller's write transaction (a handler that
+        decides on an eventual projection); the number of events folded."""
+        return self._catch_up_in(tx, p, tx.head().position)
+
     def ensure_current(self, names: Iterable[str] | None = None) -> int:
         """Bring projections (default: all) up to the head before reading them."""
         targets = [self.get(n) for n in names] if names is not None else list(self.all.values())

@@ -135,11 +135,12 @@ def test_several_paths_share_one_cap(reader: Reader, project: Path) -> None:
     assert {e["archive_id"] for e in reader.events("archive.created")} == {a.archive_id for a in answers if a.capped}
 
 
-def test_a_capped_view_reread_is_still_a_stub(reader: Reader, project: Path) -> None:
+def test_a_capped_view_reread_is_not_a_stub(reader: Reader, project: Path) -> None:
     (project / "huge.txt").write_text("".join(f"line {i} of a long text file with words\n" for i in range(6000)))
     first = reader.one("huge.txt", mode="full")
     assert first.capped
-    assert reader.one("huge.txt", mode="full").stub  # the conversation has it: the rest is in its archive
+    second = reader.one("huge.txt", mode="full")  # the conversation never received it whole: no stub
+    assert not second.stub and second.capped
 
 
 def test_views_are_cached_and_shared_by_agents(reader: Reader, big: Path) -> None:

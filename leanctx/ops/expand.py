@@ -1,10 +1,29 @@
 """ctx_expand: send back an archived output, whole or a head, tail, line range or the lines
-matching a regex (numbered like the omission markers), within a token cap, and record
-``archive.expanded``."""
+matching a regex (numbered like the omission markers), within the answer cap, and record
+``archive.expanded`` with the tokens actually sent.
+
+Selectors (one at a time): ``head`` / ``tail`` N lines (N >= 1), ``lines`` ``"A-B"`` (``"A-"``
+to the end, ``"A"`` one line; numbered ``N:line``), ``grep`` a regex (matching lines,
+numbered), or nothing (the whole archive). ``lines`` also addresses characters of one line:
+``"L[A-B]"`` (or ``"L[A-]"``) sends characters A..B of line L as they are (1-based,
+inclusive), for lines too long to send whole (a minified file is one line).
+
+The cap: every answer is at most the read cap (``ops.cap``: 20,000 tokens, ``max_tokens``
+lowers it, at most 24,000). Past it, the answer ends with a notice saying how many selected
+lines were not sent, about how many tokens they hold, and the call that continues from the
+first line not sent (``--lines N-M``); an over-long first line is cut by characters and the
+notice names the ``--lines 'L[A-B]'`` call for the rest of it.
+
+Refusals (``InvalidInput``, exit 2 on the CLI, a tool error on MCP): ``EXPAND_INVALID_RANGE``
+(malformed, or starting after the end of the archive or of the line), ``EXPAND_EMPTY_RANGE``
+(``head`` / ``tail`` 0: nothing selected), ``EXPAND_ONE_SELECTOR``, ``EXPAND_INVALID_COUNT``,
+``EXPAND_INVALID_REGEX``; ``ARCHIVE_NOT_FOUND`` / ``ARCHIVE_INVALID_ID`` from the store.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -13,6 +32,7 @@ from ..archive import ArchiveStore
 from ..commands.shell import ExpandArchive
 from ..context.secrets import redact
 from ..errors import InvalidInput
+from .cap import ANSWER_CAP_TOKENS, MAX_CAP_TOKENS, Cut, cap_lines
 
 if TYPE_CHECKING:
     from ..app import LeanCtx
@@ -22,23 +42,27 @@ __all__ = ["Expansion", "expand", "parse_line_range"]
 
 class Expansion(msgspec.Struct, frozen=True):
     archive_id: str
-    selector: str  # full | head:N | tail:N | lines:A-B | grep:RE
+    selector: str  # full | head:N | tail:N | lines:A-B | lines:L[A-B] | grep:RE
     text: str
     lines: int  # lines of the archive selected
     total_lines: int  # lines in the archive
     sent_tokens: int
-    truncated_lines: int = 0  # selected lines left out to stay under max_tokens (stated in text)
+    truncated_lines: int = 0  # selected lines not sent whole, to stay under the cap (stated in text)
     budget_warning: str | None = None
+    capped: bool = False  # the selection was over the cap: the text ends with what to ask next
+    cap_tokens: int = ANSWER_CAP_TOKENS
 
 
 _RANGE = re.compile(r"^\s*(\d+)\s*(?:[-:]\s*(\d+)?\s*)?$")
+_CHARS = re.compile(r"^\s*(\d+)\s*\[\s*(\d+)\s*(?:-\s*(\d+)?\s*)?\]\s*$")
 
 
 def parse_line_range(spec: str) -> tuple[int, int | None]:
     """``"A-B"`` → (A, B); ``"A-"`` → (A, None: to the end); ``"A"`` → (A, A). 1-based, inclusive."""
     m = _RANGE.match(spec)
     if not m:
-        raise InvalidInput("EXPAND_INVALID_RANGE", f"{spec!r} is not a line range; use A-B (e.g. 120-180), A- or A")
+        raise InvalidInput("EXPAND_INVALID_RANGE", f"{spec!r} is not a line range; use A-B (e.g. 120-180), A- or A,"
+                           " or L[A-B] for characters A-B of line L")
     a = int(m.group(1))
     b = None if (m.group(2) is None and ("-" in spec or ":" in spec)) else int(m.group(2) or a)
     if a < 1 or (b is not None and b < a):
@@ -46,32 +70,105 @@ def parse_line_range(spec: str) -> tuple[int, int | None]:
     return a, b
 
 
-def _select(lines: list[str], head: int | None, tail: int | None, line_range: str | None,
-            grep: str | None) -> tuple[str, list[tuple[int, str]], bool]:
-    """(selector, [(1-based number, line)], numbered?)."""
+def _parse_chars(spec: str) -> tuple[int, int, int | None] | None:
+    """``"L[A-B]"`` → (L, A, B); ``"L[A-]"`` → (L, A, None); ``"L[A]"`` → (L, A, A); else None."""
+    m = _CHARS.match(spec)
+    if not m:
+        return None
+    line, a = int(m.group(1)), int(m.group(2))
+    has_dash = "-" in spec[spec.index("["):]
+    b = int(m.group(3)) if m.group(3) else (None if has_dash else a)
+    if line < 1 or a < 1 or (b is not None and b < a):
+        raise InvalidInput("EXPAND_INVALID_RANGE", f"{spec!r}: lines and characters are numbered from 1 and A must"
+                           " not exceed B (L[A-B])")
+    return line, a, b
+
+
+def _past_end(spec: str, archive_id: str, total: int, verb: str = "starts") -> InvalidInput:
+    return InvalidInput("EXPAND_INVALID_RANGE", f"{spec} {verb} after the end of archive {archive_id} ({total:,} line"
+                        f"{'s' if total != 1 else ''}); ask for lines within 1-{total}", lines=total)
+
+
+def _select(archive_id: str, lines: list[str], head: int | None, tail: int | None, line_range: str | None,
+            grep: str | None) -> tuple[str, list[tuple[int, str]], bool, int]:
+    """(selector, [(1-based number, line)], numbered?, first character: 0 unless L[A-B])."""
     given = [k for k, v in (("head", head), ("tail", tail), ("lines", line_range), ("grep", grep)) if v is not None]
     if len(given) > 1:
         raise InvalidInput("EXPAND_ONE_SELECTOR", f"use one of --head, --tail, --lines, --grep (got {', '.join(given)})")
     numbered = list(enumerate(lines, 1))
-    if head is not None:
-        if head < 0:
-            raise InvalidInput("EXPAND_INVALID_COUNT", "--head takes a non-negative number of lines")
-        return f"head:{head}", numbered[:head], False
-    if tail is not None:
-        if tail < 0:
-            raise InvalidInput("EXPAND_INVALID_COUNT", "--tail takes a non-negative number of lines")
-        return f"tail:{tail}", numbered[len(numbered) - tail :] if tail else [], False
+    for name, n in (("head", head), ("tail", tail)):
+        if n is None:
+            continue
+        if n < 0:
+            raise InvalidInput("EXPAND_INVALID_COUNT", f"--{name} takes a positive number of lines")
+        if n == 0:
+            raise InvalidInput("EXPAND_EMPTY_RANGE", f"--{name} 0 selects nothing; ask for at least 1 line (archive"
+                               f" {archive_id} has {len(lines):,})", lines=len(lines))
+        return (f"head:{n}", numbered[:n], False, 0) if name == "head" else (
+            f"tail:{n}", numbered[len(numbered) - n:], False, 0)
     if line_range is not None:
+        chars = _parse_chars(line_range)
+        if chars is not None:
+            k, a, b = chars
+            if k > len(lines):
+                raise _past_end(f"line {k}", archive_id, len(lines), "is")
+            line = lines[k - 1]
+            if a > len(line):
+                raise InvalidInput("EXPAND_INVALID_RANGE", f"line {k} of archive {archive_id} has {len(line):,}"
+                                   f" characters; ask for characters within 1-{len(line)}", characters=len(line))
+            end = len(line) if b is None else min(b, len(line))
+            return f"lines:{k}[{a}-{'' if b is None else b}]", [(k, line[a - 1:end])], False, a
         a, b = parse_line_range(line_range)
+        if a > len(lines):
+            raise _past_end(f"range {a}-{'' if b is None else b}", archive_id, len(lines))
         end = len(lines) if b is None else min(b, len(lines))
-        return f"lines:{a}-{'' if b is None else b}", numbered[a - 1 : end], True
+        return f"lines:{a}-{'' if b is None else b}", numbered[a - 1: end], True, 0
     if grep is not None:
         try:
             rx = re.compile(grep)
         except re.error as exc:
             raise InvalidInput("EXPAND_INVALID_REGEX", f"--grep {grep!r} is not a valid regular expression: {exc}") from None
-        return f"grep:{grep}", [(k, ln) for k, ln in numbered if rx.search(ln)], True
-    return "full", numbered, False
+        return f"grep:{grep}", [(k, ln) for k, ln in numbered if rx.search(ln)], True, 0
+    return "full", numbered, False, 0
+
+
+def _notice(archive_id: str, all_lines: list[str], chosen: list[tuple[int, str]], rendered: list[str], cap: int,
+            grep: bool, first_char: int) -> Callable[[Cut], str]:
+    """The cap notice of an expansion: what was not sent, and the call that continues."""
+    call = f"lean-ctx expand {archive_id}"
+
+    def line_chars(k: int) -> int:
+        return len(all_lines[k - 1])
+
+    def make(cut: Cut) -> str:
+        parts: list[str] = []
+        if cut.chars:
+            k, text = chosen[cut.head]
+            offset = len(rendered[cut.head]) - len(text)  # the "N:" prefix of a numbered line
+            sent = max(0, cut.chars - offset)
+            start = first_char or 1
+            nxt = start + sent
+            stop = start + len(text) - 1  # the last character selected
+            step = max(sent, 1)
+            span = f"characters {start:,}-{nxt - 1:,}" if sent else "no character"
+            parts.append(f"line {k} ({line_chars(k):,} characters) cut: {span} sent · next: {call} --lines"
+                         f" '{k}[{nxt}-{min(stop, nxt + step - 1)}]'"
+                         + (f" (the range asked for ends at {stop:,})" if stop < line_chars(k) else ""))
+            after = cut.unsent - 1
+            if after > 0:
+                first, last = chosen[cut.head + 1][0], chosen[cut.last_unsent - 1][0]
+                parts.append(f"{after} more selected line{'s' if after != 1 else ''} not sent · then: {call}"
+                             f" --lines {first}-{last}")
+        else:
+            first, last = chosen[cut.head][0], chosen[cut.last_unsent - 1][0]
+            then = f"{call} --lines {first}-{last}"
+            if grep:
+                then = f"narrow the regex, or {then} (every line from the next match on)"
+            parts.append(f"{cut.unsent} more selected line{'s' if cut.unsent != 1 else ''} not sent · next: {then}")
+        return (f"[… {' · '.join(parts)} (~{cut.rest_tokens:,} tokens not sent; answers are capped at"
+                f" {cap:,} tokens)]")
+
+    return make
 
 
 def expand(
@@ -89,42 +186,32 @@ def expand(
     now: float | None = None,
     encoding: str = "o200k_base",
 ) -> Expansion:
-    """Send back an archive: whole, ``head`` / ``tail`` N lines, a line range ``"A-B"`` or the
-    lines matching the regex ``grep``. Line ranges and grep results are numbered ``N:line``
-    (the numbers of the omission markers). With ``max_tokens`` the selection is cut at a line
-    boundary and the text says which lines were left out and how to get them."""
+    """Send back an archive: whole, ``head`` / ``tail`` N lines, a line range ``"A-B"`` (or the
+    characters of one line, ``"L[A-B]"``) or the lines matching the regex ``grep``. Line
+    ranges and grep results are numbered ``N:line`` (the numbers of the omission markers). The
+    answer is at most ``max_tokens`` (default and ceiling: the answer cap) tokens; past it the
+    text says which lines were left out and the call that gets them."""
     from ..context.tokens import count_tokens
 
+    if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1):
+        raise InvalidInput("EXPAND_INVALID_COUNT", "--max-tokens must be a positive whole number")
+    cap = ANSWER_CAP_TOKENS if max_tokens is None else min(max_tokens, MAX_CAP_TOKENS)
     archive_id = archive_id.strip()
     text = ArchiveStore.beside(lc.db).get(archive_id)
     all_lines = text.split("\n")
     if all_lines and all_lines[-1] == "":
         all_lines.pop()
-    selector, chosen, numbered = _select(all_lines, head, tail, lines, grep)
+    selector, chosen, numbered, first_char = _select(archive_id, all_lines, head, tail, lines, grep)
     rendered = [f"{k}:{ln}" if numbered else ln for k, ln in chosen]
     truncated = 0
-    if max_tokens is not None and rendered:
-        if max_tokens < 1:
-            raise InvalidInput("EXPAND_INVALID_COUNT", "--max-tokens must be positive")
-        budget, kept = max_tokens, []
-        for k, line in enumerate(rendered):
-            cost = count_tokens(line + "\n", encoding)
-            if cost > budget and kept:
-                break
-            kept.append(line)
-            budget -= cost
-            if budget <= 0:
-                break
-        truncated = len(rendered) - len(kept)
-        if truncated:
-            first = chosen[len(kept)][0]
-            last = chosen[-1][0]
-            kept.append(f"[… {truncated} more selected lines not sent (over {max_tokens} tokens) · "
-                        f"expand {archive_id} --lines {first}-{last}]")
-        rendered = kept
-    body = "\n".join(rendered)
+    capped = False
     if grep is not None and not chosen:
         body = f"[no line of {archive_id} matches {grep!r}]"
+    else:
+        body, cut = cap_lines(rendered, cap, _notice(archive_id, all_lines, chosen, rendered, cap, grep is not None, first_char),
+                              encoding=encoding)
+        if cut is not None:
+            truncated, capped = cut.unsent, True
     sent = count_tokens(body, encoding)
     red = redact(selector)  # a regex the agent typed could itself hold a secret
     res = lc.bus.dispatch(
@@ -135,4 +222,5 @@ def expand(
     if warning:
         body = f"{body}\n[{warning}]"
     return Expansion(archive_id=archive_id, selector=red.text, text=body, lines=len(chosen),
-                     total_lines=len(all_lines), sent_tokens=sent, truncated_lines=truncated, budget_warning=warning)
+                     total_lines=len(all_lines), sent_tokens=sent, truncated_lines=truncated, budget_warning=warning,
+                     capped=capped, cap_tokens=cap)

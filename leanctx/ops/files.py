@@ -6,9 +6,13 @@
   ``*``, ``?``, ``[...]``, ``**``, a leading or inner ``/`` anchoring, a trailing ``/`` for
   directories, ``!`` negation, ``#`` comments). ``SKIP_DIRS`` are dropped in git mode too (an
   untracked ``.venv`` without an ignore rule would otherwise flood every search). Only regular
-  files are listed: symlinks are never followed (one pointing out of the project would leak
-  what it points at), submodules and sockets are left out; names that are not valid UTF-8 are
-  left out too.
+  files are listed in ``files``: symlinks are never followed (one pointing out of the project
+  would leak what it points at), submodules and sockets are left out; names that are not valid
+  UTF-8 are left out too. Symlinks are listed apart in ``links`` (``LinkEntry``: where they
+  point when that is inside the project, else only that they leave it), for ``tree``.
+- **Size caps**: ``MAX_FILE_BYTES`` (1,000,000) is the cap of the code index (bm25, semantic):
+  larger files are listed but not indexed. The regex scan of search reads files up to the read
+  limit (``ops.read.MAX_FILE_BYTES``, 8 MiB) and says how many files it skipped past it.
 - **Binary sniff** (``is_binary``): a NUL byte in the first 8 KiB, as git and grep decide.
 - **Reading for search** (``read_text``): a size cap, the sniff, UTF-8 with replacement.
 - **Line-preserving redaction** (``redact_text``): ``leanctx.context.secrets.redact`` with line
@@ -37,7 +41,8 @@ SKIP_DIRS = frozenset({
     ".tox",
 })
 SNIFF_BYTES = 8192
-MAX_FILE_BYTES = 1_000_000  # files larger than this are listed but not searched or indexed
+MAX_FILE_BYTES = 1_000_000  # the code index's cap: larger files are listed but not indexed (search's regex
+# scan reads up to ops.read.MAX_FILE_BYTES; read_bytes callers pass their own cap)
 GIT_TIMEOUT = 30.0
 
 
@@ -49,10 +54,19 @@ class FileEntry(msgspec.Struct, frozen=True):
     mtime_ns: int
 
 
+class LinkEntry(msgspec.Struct, frozen=True):
+    """A symlink of the project (never followed by search, the index or read)."""
+
+    path: str  # project-relative, '/'-separated: the link itself
+    target: str | None  # project-relative path it resolves to; None when it leaves the project
+    kind: str  # "file" | "dir" | "missing" (dangling, inside) | "outside"
+
+
 class Listing(msgspec.Struct, frozen=True):
     files: list[FileEntry]
     source: str  # "git" | "walk"
-    skipped: int = 0  # entries left out (symlinks, non-UTF-8 names, vanished files)
+    skipped: int = 0  # entries left out of ``files`` (symlinks, non-UTF-8 names, vanished files)
+    links: list[LinkEntry] = []  # the symlinks among them, sorted by path
 
 
 # --- gitignore (for the walk outside git) -----------------------------------------------------
@@ -155,6 +169,25 @@ def _entry(root: str, rel: str) -> FileEntry | None:
     return FileEntry(rel, st.st_size, st.st_mtime_ns)
 
 
+def _link(root: str, rel: str) -> LinkEntry | None:
+    """``rel`` as a ``LinkEntry`` when it is a symlink (its target resolved, not followed further)."""
+    full = os.path.join(root, rel)
+    try:
+        if not stat.S_ISLNK(os.lstat(full).st_mode):
+            return None
+        real = os.path.realpath(full)
+    except (OSError, ValueError):
+        return None
+    top = os.path.realpath(root)
+    if real != top and not real.startswith(top.rstrip(os.sep) + os.sep):
+        return LinkEntry(rel, None, "outside")
+    if real == top:
+        return LinkEntry(rel, ".", "dir")
+    target = os.path.relpath(real, top).replace(os.sep, "/")
+    kind = "dir" if os.path.isdir(real) else "file" if os.path.exists(real) else "missing"
+    return LinkEntry(rel, target, kind)
+
+
 def _valid_name(rel: str) -> bool:
     try:
         rel.encode("utf-8")
@@ -224,6 +257,7 @@ def list_files(root: str | os.PathLike[str], *, use_git: bool = True) -> Listing
         names = list(_walk_paths(base))
         source = "walk"
     out: list[FileEntry] = []
+    links: list[LinkEntry] = []
     skipped = 0
     seen: set[str] = set()
     for rel in names:
@@ -236,10 +270,14 @@ def list_files(root: str | os.PathLike[str], *, use_git: bool = True) -> Listing
         entry = _entry(base, rel)
         if entry is None:
             skipped += 1
+            link = _link(base, rel)
+            if link is not None:
+                links.append(link)
             continue
         out.append(entry)
     out.sort(key=lambda f: f.path)
-    return Listing(out, source, skipped)
+    links.sort(key=lambda x: x.path)
+    return Listing(out, source, skipped, links)
 
 
 # --- filters ----------------------------------------------------------------------------------

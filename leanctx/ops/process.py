@@ -11,6 +11,7 @@ import subprocess
 import threading
 import time
 from collections import deque
+from typing import IO
 
 import msgspec
 
@@ -111,11 +112,32 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
-def execute(argv: list[str], cwd: str | None, env: dict[str, str], timeout: float | None, cap: int) -> Run:
+StdinSource = int | IO[bytes] | IO[str] | None
+
+
+def stdin_fd(source: StdinSource) -> int | None:
+    """The file descriptor of ``source`` (an fd or a file object), or None when it has none."""
+    if source is None or isinstance(source, bool):
+        return None
+    if isinstance(source, int):
+        return source if source >= 0 else None
+    try:
+        return source.fileno()
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def execute(argv: list[str], cwd: str | None, env: dict[str, str], timeout: float | None, cap: int,
+            stdin: StdinSource = None) -> Run:
+    """Run ``argv``; its standard input is ``stdin`` (the CLI passes its own when it is not a
+    terminal: the command reads the descriptor itself, so input streams and ``head -1`` does not
+    wait for the rest), else empty (``/dev/null``: MCP and HTTP calls have none)."""
+    fd = stdin_fd(stdin)
     t0 = time.perf_counter()
     try:
         proc = subprocess.Popen(
-            argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL if fd is None else fd,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             start_new_session=True,  # its own process group: a timeout kills every child it started
         )
     except FileNotFoundError:

@@ -7,13 +7,18 @@ index current, scan, rank, read snippets); then ``search.record`` is dispatched,
 Methods (``method=``):
 
 - ``regex``: the pattern over every listed text file (``ops.files``: gitignore-aware, binaries
-  and files over the size cap skipped, well-known secret files such as ``.env`` skipped).
+  skipped, well-known secret files such as ``.env`` skipped) up to the read limit
+  (``SCAN_MAX_FILE_BYTES`` = ``ops.read.MAX_FILE_BYTES``, 8 MiB); larger files are counted in a
+  note and make the answer ``partial``.
   Smart case: case-insensitive unless the pattern has an upper-case letter. It runs on the
   ``regex`` module with a time budget (``REGEX_BUDGET``), so a pathological pattern ends the
   scan early ("partial") instead of hanging; a pattern that does not compile is refused
   (``SEARCH_INVALID_REGEX``). Hits are lines, in path then line order.
 - ``bm25``: the FTS5 code index (``cache.code_index``), ranked by ``bm25()`` only. Hits are
-  chunks, shown at their best line (the first line holding the most query terms).
+  chunks, shown at their best line (the first line holding the most query terms). The index
+  holds files up to ``ops.files.MAX_FILE_BYTES`` (1,000,000 bytes): with bm25 or semantic
+  alone, larger files in scope are counted in a note and the answer is ``partial`` (``auto``
+  covers them through its regex scan).
 - ``semantic``: nearest chunks by cosine distance in sqlite-vec (``cache.vectors``), when the
   ``semantic`` extra is installed; otherwise the answer says ``semantic search is off (install
   lean-ctx[semantic])`` and bm25 answers instead.
@@ -23,8 +28,9 @@ Methods (``method=``):
 
 Answers are compact ``path:line: snippet`` lines, secrets redacted (files are redacted before
 they are matched, so the snippet of a hit and the line numbers agree). At most ``limit`` lines
-and ``MAX_ANSWER_TOKENS`` tokens are sent; when more were found the whole listing is archived
-(``ArchiveStore.beside(db)``) and the answer names the archive id. Token counts are real
+and ``MAX_ANSWER_TOKENS`` tokens are sent (``ops.search_answer``); when more were found the
+listing (at most ``MAX_LISTED`` hits, which the footer states when fewer than found) is
+archived (``ArchiveStore.beside(db)``) and the answer names the archive id. Token counts are real
 (tiktoken): ``raw_tokens`` is the full listing with whole lines (what an uncapped grep-style
 answer would send), ``sent_tokens`` the answer sent. ``redactions`` counts the redaction
 markers in that listing plus those in the query (which is recorded redacted).
@@ -39,55 +45,35 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-import msgspec
-
-from ..context.secrets import is_secret_path, redact
+from ..context.secrets import is_secret_path
 from ..errors import InvalidInput
 from ..ranking import rrf
-from .files import FileEntry, decode, glob_match, list_files, read_bytes, redact_text
+from .files import MAX_FILE_BYTES as INDEX_MAX_FILE_BYTES
+from .files import (
+    SNIFF_BYTES,
+    FileEntry,
+    decode,
+    glob_match,
+    is_binary,
+    list_files,
+    read_bytes,
+    redact_text,
+)
+from .read import MAX_FILE_BYTES as SCAN_MAX_FILE_BYTES
+from .search_answer import MAX_LISTED, Hit, SearchAnswer, answer
 
 METHODS = ("auto", "regex", "bm25", "semantic")
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 1000
 POOL = 200  # hits taken from each ranker before fusion
-MAX_LISTED = 2000  # hits kept in a listing (and its archive)
 MAX_REGEX_MATCHES = 5000
 REGEX_BUDGET = 5.0  # seconds for a whole regex scan
 MAX_QUERY_CHARS = 1000
-MAX_ANSWER_TOKENS = 6000
 SNIPPET_CHARS = 160
 _WORD = re.compile(r"\w+")
 _COUNTED = re.compile(r"(?<!\\)\{\s*(\d+)?\s*(?:,\s*(\d+)?\s*)?\}")
 MAX_REPEAT_WEIGHT = 10_000
 
-
-
-class Hit(msgspec.Struct, frozen=True):
-    path: str
-    line: int
-    snippet: str
-    sources: list[str]  # the rankers that found it: regex, bm25, semantic
-    score: float = 0.0  # fused: RRF score; bm25: bm25() (lower is better); semantic: distance; regex: 0
-    start_line: int = 0  # the chunk's span (0 for a regex line hit)
-    end_line: int = 0
-
-
-class SearchAnswer(msgspec.Struct):
-    query: str  # redacted
-    method: str  # regex | bm25 | semantic | fused
-    text: str  # what the agent receives
-    hits: list[Hit]  # the hits shown
-    total: int  # hits found (may exceed the listing for bm25: every matching chunk)
-    shown: int
-    archive_id: str | None
-    notes: list[str]
-    raw_tokens: int
-    sent_tokens: int
-    redactions: int
-    partial: bool = False  # the regex scan stopped early (time budget or match cap)
-    semantic: bool = False  # semantic search took part
-    index: Any = None  # IndexStats of the refresh, when the index was used
-    call_position: int | None = None
 
 
 # --- helpers ----------------------------------------------------------------------------------
@@ -104,7 +90,7 @@ class _Texts:
 
     def lines(self, path: str) -> list[str] | None:
         if path not in self.cache:
-            data = read_bytes(self.root, path)
+            data = read_bytes(self.root, path, SCAN_MAX_FILE_BYTES)
             self.cache[path] = None if data is None else redact_text(decode(data))[0].split("\n")
         return self.cache[path]
 
@@ -179,15 +165,19 @@ def _compile(query: str, *, literal_fallback: bool) -> Any:
 
 
 def regex_scan(root: str, files: Sequence[FileEntry], pattern: Any, texts: _Texts, *,
-               budget: float = REGEX_BUDGET, max_matches: int = MAX_REGEX_MATCHES) -> tuple[list[tuple[str, int]], bool]:
-    """(path, line) of every matching line, in path and line order; True when cut short."""
+               budget: float = REGEX_BUDGET, max_matches: int = MAX_REGEX_MATCHES,
+               max_bytes: int = SCAN_MAX_FILE_BYTES) -> tuple[list[tuple[str, int]], bool]:
+    """(path, line) of every matching line, in path and line order; True when cut short.
+    Files over ``max_bytes`` are not read (the caller counts them)."""
     deadline = time.monotonic() + budget
     out: list[tuple[str, int]] = []
     for f in files:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return out, True
-        data = read_bytes(root, f.path)
+        if f.size > max_bytes:
+            continue
+        data = read_bytes(root, f.path, max_bytes)
         if data is None:
             continue
         try:
@@ -232,7 +222,13 @@ def search(lc: Any, root: str | os.PathLike[str], query: str, *, method: str = "
            encoding: str = "o200k_base", regex_budget: float = REGEX_BUDGET) -> SearchAnswer:
     """Search the project at ``root`` and record the search in ``lc``'s log (see the module doc)."""
     from ..cache.code_index import CodeIndex
-    from ..cache.vectors import OFF, VectorIndex, VectorsUnavailable, default_embedder, vectors_path
+    from ..cache.vectors import (
+        OFF,
+        VectorIndex,
+        VectorsUnavailable,
+        default_embedder,
+        vectors_path,
+    )
     from ..paths import workspace_root
 
     _check(query, method, limit)
@@ -266,10 +262,22 @@ def search(lc: Any, root: str | os.PathLike[str], query: str, *, method: str = "
 
     regex_hits: list[tuple[str, int]] = []
     partial = False
+    skipped_large = 0
     if use_regex:
         regex_hits, partial = regex_scan(project, scoped, pattern, texts, budget=regex_budget)
         if partial:
             notes.append("regex scan stopped early (time budget or match cap): results are partial")
+        skipped_large = _too_large(project, scoped, SCAN_MAX_FILE_BYTES)
+        if skipped_large:
+            partial = True
+            notes.append(f"{_files(skipped_large)} over {SCAN_MAX_FILE_BYTES:,} bytes (the read limit) not searched:"
+                         " results are partial")
+    elif use_bm25 or use_sem:
+        skipped_large = _too_large(project, scoped, INDEX_MAX_FILE_BYTES)
+        if skipped_large:
+            partial = True
+            notes.append(f"{_files(skipped_large)} over {INDEX_MAX_FILE_BYTES:,} bytes not in the code index, not"
+                         " searched: results are partial (search them with --regex)")
 
     bm25_hits: list[Any] = []
     bm25_total = 0
@@ -327,8 +335,28 @@ def search(lc: Any, root: str | os.PathLike[str], query: str, *, method: str = "
     if use_bm25 and bm25_total > len(bm25_hits):
         notes.append(f"{bm25_total - len(bm25_hits)} more chunks match the words but are not ranked here; "
                      "narrow the query")
-    return _answer(lc, texts, query, resolved, hits, total, notes, partial, use_sem, stats, limit=limit, actor=actor,
-                   session_id=session_id, project=project, now=now, record=record, encoding=encoding)
+    return answer(lc, texts, query, resolved, hits, total, notes, partial, use_sem, stats, limit=limit, actor=actor,
+                  session_id=session_id, project=project, now=now, record=record, encoding=encoding,
+                  skipped_large=skipped_large)
+
+
+def _too_large(root: str, files: Sequence[FileEntry], limit: int) -> int:
+    """Text files over ``limit`` bytes (a binary one would not be searched anyway)."""
+    n = 0
+    for f in files:
+        if f.size <= limit:
+            continue
+        try:
+            with open(os.path.join(root, f.path), "rb") as fh:
+                head = fh.read(SNIFF_BYTES)
+        except OSError:
+            continue
+        n += not is_binary(head)
+    return n
+
+
+def _files(n: int) -> str:
+    return f"{n:,} file{'s' if n != 1 else ''}"
 
 
 def _fuse(index: Any, project: str, texts: _Texts, terms: list[str], regex_hits: list[tuple[str, int]],
@@ -372,57 +400,3 @@ def _fuse(index: Any, project: str, texts: _Texts, terms: list[str], regex_hits:
         hits.append(Hit(path, line, _snippet(texts.line(path, line)), [n for n, _ in lists if key in members[n]],
                         round(score, 6), start, end))
     return hits, len(fused)
-
-
-def _answer(lc: Any, texts: _Texts, query: str, method: str, hits: list[Hit], total: int, notes: list[str], partial: bool,
-            semantic: bool, stats: Any, *, limit: int, actor: str | None, session_id: str | None, project: str,
-            now: float | None, record: bool, encoding: str) -> SearchAnswer:
-    from ..archive import ArchiveStore
-    from ..context.tokens import count_tokens
-
-    rq = redact(query)
-    listing = [f"{h.path}:{h.line}: {h.snippet}" for h in hits]
-    full_lines = [f"{h.path}:{h.line}: {texts.line(h.path, h.line).strip() or h.snippet}" for h in hits]
-    raw_text = "\n".join(full_lines)
-    shown: list[str] = []
-    used = 0
-    for line in listing[:limit]:
-        n = count_tokens(line + "\n", encoding)
-        if shown and used + n > MAX_ANSWER_TOKENS:
-            break
-        shown.append(line)
-        used += n
-    archive_id = None
-    archive: tuple[str, str, int, int, int] | None = None
-    if len(shown) < len(hits):
-        archive_text = raw_text + "\n"
-        archive_id, sha, _ = ArchiveStore.beside(lc.db).put(archive_text)
-        archive = (archive_id, sha, len(archive_text.encode("utf-8")), len(full_lines),
-                   count_tokens(archive_text, encoding))
-    label = method if method != "fused" else "fused " + "+".join(
-        s for s in ("bm25", "regex", "semantic") if s != "semantic" or semantic)
-    if shown:
-        footer = f"[search {label}: {len(shown)} of {total} result{'s' if total != 1 else ''}"
-    else:
-        footer = f"[search {label}: no results for {rq.text!r}"
-    if archive_id:
-        footer += f"; all {len(full_lines)} listed in archive {archive_id} (lean-ctx expand {archive_id})"
-    footer += "]"
-    text = "\n".join([*shown, footer, *(f"[{n}]" for n in notes)])
-    raw_tokens = count_tokens(raw_text, encoding)
-    sent_tokens = count_tokens(text, encoding)
-    redactions = rq.count + raw_text.count("[REDACTED:")
-    ans = SearchAnswer(rq.text, method, text, hits[:len(shown)], total, len(shown), archive_id, notes, raw_tokens,
-                       sent_tokens, redactions, partial, semantic, stats)
-    if record:
-        from ..commands.search import RecordSearch
-
-        cmd = RecordSearch(query=rq.text, method=method, results=total, raw_tokens=raw_tokens,
-                           sent_tokens=sent_tokens, redactions=redactions, encoding=encoding,
-                           archive_id=archive[0] if archive else None,
-                           archive_sha256=archive[1] if archive else None,
-                           archive_bytes=archive[2] if archive else 0, archive_lines=archive[3] if archive else 0,
-                           archive_tokens=archive[4] if archive else 0)
-        res = lc.bus.dispatch(cmd, actor=actor, session_id=session_id, project=project, now=now)
-        ans.call_position = res.call_position
-    return ans

@@ -14,6 +14,20 @@ Rules kept here on top of the engine's: *never worse* is re-checked on the final
 archive id replaces the ``{archive}`` placeholder, which can change the token count); the
 real exit code is returned; nothing omitted without an archive to expand it from.
 
+The answer cap (``ops.cap``, the same cap as reads: 20,000 tokens): an answer over it, raw
+(``raw=True``) or compressed, is cut. Its text (the answer as it would have been, archive ids
+and notes included) is archived whole; the agent receives its first lines, a notice saying
+how many lines (and about how many tokens) were left out with the ``lean-ctx expand ID
+--lines N-M`` that gets them, and its last few lines (the summary and ``[exit N]`` stay). A
+single line too long to send is cut by characters (``--lines 'L[A-B]'`` gets the rest).
+``shell.ran`` records the tokens actually sent and ``omitted_lines`` counts the lines left out
+by compression plus those cut by the cap. It names one archive: the full output's when
+compression omitted lines (its id is in the markers), else the capped answer's.
+
+Standard input: ``stdin`` (a file descriptor or a file object) is given to the command as its
+standard input; the CLI passes its own when it is not a terminal (``echo x | lean-ctx shell --
+cat``). Without it (MCP, HTTP: they have no standard input) the command reads an empty input.
+
 ``compress_captured`` is the same pipeline for output captured earlier (``lean-ctx
 compress --as CMD``). Running the process is ``ops.process``; sending an archive back
 (``expand``) is ``ops.expand`` (both re-exported here).
@@ -33,8 +47,9 @@ from ..archive import ArchiveStore
 from ..commands.shell import ArchiveInfo, CheckShellBudget, RecordShell
 from ..context.secrets import redact, scrub
 from ..errors import InvalidInput
+from .cap import ANSWER_CAP_TOKENS, MAX_CAP_TOKENS, MIN_CAP_TOKENS, Cut, cap_lines
 from .expand import Expansion, expand, parse_line_range
-from .process import DEFAULT_MAX_OUTPUT_BYTES, TIMEOUT_EXIT_CODE, execute
+from .process import DEFAULT_MAX_OUTPUT_BYTES, TIMEOUT_EXIT_CODE, StdinSource, execute
 
 if TYPE_CHECKING:
     from ..app import LeanCtx
@@ -70,6 +85,8 @@ class ShellResult(msgspec.Struct, frozen=True):
     captured: bool = False
     budget_warning: str | None = None
     encoding: str = "o200k_base"
+    capped: bool = False  # over the answer cap: cut, the whole answer archived (``archive_id``), said in text
+    capped_archive_id: str | None = None  # the archive of the whole answer, when capped
 
     @property
     def saved_tokens(self) -> int:
@@ -135,6 +152,54 @@ def _argv_of(command: str | Sequence[str]) -> tuple[list[str], str]:
     return argv, shlex.join(argv)
 
 
+# ----------------------------------------------------------------------------- the cap
+
+
+def _check_cap(cap: int) -> None:
+    if isinstance(cap, bool) or not isinstance(cap, int) or not MIN_CAP_TOKENS <= cap <= MAX_CAP_TOKENS:
+        raise InvalidInput("SHELL_INVALID_CAP", f"the answer cap must be between {MIN_CAP_TOKENS} and"
+                           f" {MAX_CAP_TOKENS:,} tokens, not {cap!r}")
+
+
+TAIL_TOKENS = 1000  # a capped answer keeps its last lines (summary, [exit N]) up to this many tokens
+TAIL_LINES = 20
+
+
+def _cap(store: ArchiveStore, text: str, cap: int, encoding: str) -> tuple[str, ArchiveInfo | None, Cut | None]:
+    """``text`` when it fits in ``cap`` tokens; else its head and tail around a notice, the
+    whole text archived (the ``ArchiveInfo`` to record, and the cut)."""
+    from ..context.tokens import count_tokens
+
+    lines = text.split("\n")
+    full = text if text.endswith("\n") else text + "\n"
+    archive_id, digest = ArchiveStore.id_of(full)
+    call = f"lean-ctx expand {archive_id}"
+
+    def notice(cut: Cut) -> str:
+        parts = []
+        first = cut.first_unsent
+        if cut.chars:
+            length = len(lines[cut.head])
+            parts.append(f"line {first} cut after character {cut.chars:,} of {length:,}: rest of it: {call} --lines"
+                         f" '{first}[{cut.chars + 1}-{min(length, 2 * cut.chars)}]'")
+            first += 1
+        if first <= cut.last_unsent:
+            n = cut.last_unsent - first + 1
+            parts.append(f"line{'s' if n != 1 else ''} {first}-{cut.last_unsent} ({n:,} line{'s' if n != 1 else ''})"
+                         f" not sent: {call} --lines {first}-{cut.last_unsent}")
+        return (f"[… capped at {cap:,} tokens: {' · '.join(parts)} (~{cut.rest_tokens:,} tokens; the whole"
+                f" {cut.total:,}-line answer is archive {archive_id})]")
+
+    capped, cut = cap_lines(lines, cap, notice, encoding=encoding, tail_tokens=min(TAIL_TOKENS, cap // 10),
+                            tail_lines=TAIL_LINES)
+    if cut is None:
+        return text, None, None
+    store.put(full)  # before the events that name it
+    info = ArchiveInfo(archive_id=archive_id, sha256=digest, bytes=len(full.encode("utf-8", "surrogatepass")),
+                       lines=len(lines), tokens=count_tokens(full, encoding))
+    return capped, info, cut
+
+
 # ----------------------------------------------------------------------------- compress + record
 
 
@@ -156,6 +221,7 @@ def _process(
     now: float | None,
     encoding: str,
     timed_out: bool = False,
+    cap_tokens: int = ANSWER_CAP_TOKENS,
 ) -> ShellResult:
     from ..context.shell import archive_text, compress, fill_archive, raw_render
     from ..context.tokens import count_tokens
@@ -179,9 +245,14 @@ def _process(
                                lines=full.count("\n"), tokens=count_tokens(full, encoding))
         if count_tokens(body, encoding) >= raw_tokens:  # never worse, on the text actually sent
             body, pattern, omitted, info = plain, "raw", 0, None
+    store = ArchiveStore.beside(lc.db)
     if info is not None:  # written before the events that name it
-        ArchiveStore.beside(lc.db).put(full)
+        store.put(full)
     text = "\n".join([body, *notes]) if notes else body
+    text, cut_info, cut = _cap(store, text, cap_tokens, encoding)
+    if cut is not None:
+        omitted += cut.unsent
+        info = info or cut_info
     sent_tokens = count_tokens(text, encoding)
     rec = lc.bus.dispatch(
         RecordShell(command=cmd_text[:2000], pattern=pattern, exit_code=exit_code, raw_tokens=raw_tokens,
@@ -197,7 +268,8 @@ def _process(
         command=cmd_text, exit_code=exit_code, text=text, pattern=pattern, raw_tokens=raw_tokens,
         sent_tokens=sent_tokens, omitted_lines=omitted, archive_id=info.archive_id if info else None,
         duration_ms=round(duration_ms, 3), redactions=redactions, timed_out=timed_out, captured=captured,
-        budget_warning=warning, encoding=encoding,
+        budget_warning=warning, encoding=encoding, capped=cut is not None,
+        capped_archive_id=cut_info.archive_id if cut_info is not None else None,
     )
 
 
@@ -215,13 +287,17 @@ def run_shell(
     raw: bool = False,
     encoding: str = "o200k_base",
     max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
+    stdin: StdinSource = None,
+    cap_tokens: int = ANSWER_CAP_TOKENS,
 ) -> ShellResult:
     """Run a command and return its compressed, redacted output and its real exit code.
 
     ``argv_or_string``: an argv list (run directly) or a string (run with ``bash -c``).
     ``timeout`` (seconds, None = none): the process group is killed and the exit code is 124.
     ``env_passthrough``: variables added to (or overriding) this process's environment.
-    ``raw``: send the (redacted) output uncompressed. Refused with ``BUDGET_EXCEEDED`` before
+    ``raw``: send the (redacted) output uncompressed. ``stdin``: a file descriptor or file
+    object given to the command as its standard input (default: an empty one). The answer is
+    at most ``cap_tokens`` tokens (see the module doc). Refused with ``BUDGET_EXCEEDED`` before
     running when ``actor`` has spent its token budget.
     """
     argv, command_text = _argv_of(argv_or_string)
@@ -231,14 +307,15 @@ def run_shell(
     if workdir is not None and not os.path.isdir(workdir):
         raise InvalidInput("SHELL_INVALID_CWD", f"{workdir!r} is not a directory; give an existing --cwd")
     env = {**os.environ, **{str(k): str(v) for k, v in (env_passthrough or {}).items()}}
+    _check_cap(cap_tokens)
     _budget_precheck(lc, actor, session_id, project, now)
-    run = execute(argv, workdir, env, timeout, max_output_bytes)
+    run = execute(argv, workdir, env, timeout, max_output_bytes, stdin)
     pattern_command: str | list[str] = argv_or_string if isinstance(argv_or_string, str) else argv
     return _process(
         lc, command_text=command_text, pattern_command=pattern_command, stdout=run.stdout, stderr=run.stderr,
         exit_code=run.exit_code, duration_ms=run.duration_ms, captured=False, notes=[run.note] if run.note else [],
         raw=raw, actor=actor, session_id=session_id, project=project, now=now, encoding=encoding,
-        timed_out=run.timed_out,
+        timed_out=run.timed_out, cap_tokens=cap_tokens,
     )
 
 
@@ -254,9 +331,11 @@ def compress_captured(
     project: str | None = None,
     now: float | None = None,
     encoding: str = "o200k_base",
+    cap_tokens: int = ANSWER_CAP_TOKENS,
 ) -> ShellResult:
     """Compress output captured earlier as if ``as_command`` had produced it (same patterns,
     redaction, never-worse and omission rules as ``run_shell``); recorded with ``captured``."""
+    pattern_command: str | list[str]
     if isinstance(as_command, str):
         command_text, pattern_command = as_command, as_command
     else:
@@ -264,9 +343,10 @@ def compress_captured(
         command_text = shlex.join(pattern_command)
     if not command_text.strip():
         raise InvalidInput("SHELL_EMPTY_COMMAND", 'name the command that produced the output: --as "git status"')
+    _check_cap(cap_tokens)
     _budget_precheck(lc, actor, session_id, project, now)
     return _process(
         lc, command_text=command_text, pattern_command=pattern_command, stdout=text, stderr=stderr,
         exit_code=exit_code, duration_ms=0.0, captured=True, notes=[], raw=False, actor=actor,
-        session_id=session_id, project=project, now=now, encoding=encoding,
+        session_id=session_id, project=project, now=now, encoding=encoding, cap_tokens=cap_tokens,
     )

@@ -4,15 +4,28 @@ The files are those of ``ops.files.list_files`` (git's ignore rules in a git wor
 ``.gitignore`` walk elsewhere; ``.git``, ``node_modules``, ``.venv``, ``__pycache__`` and
 friends never listed). Rendering rules:
 
-- folders first, then files, each sorted by name; a folder shows its recursive file count:
-  ``api/ (14)``;
+- folders first, then files and symlinks, each sorted by name; a folder shows its recursive
+  file count: ``api/ (14)``;
+- symlinks are listed, never followed: ``name@ -> target`` for a link to a path inside the
+  project (``target/`` for a folder, ``target (missing)`` when it dangles), ``name@ -> (outside
+  the project; not followed)`` for one that leaves it; the header counts them when there are
+  any: ``./ (120 files, 14 folders, 2 links)``;
 - ``depth`` levels are expanded (1 = only the top level); deeper folders are collapsed to
   their name and count;
 - a chain of folders holding only one folder each is shown on one line: ``src/main/java/ (12)``;
 - a folder with more than ``max_entries`` entries shows that many and then one line with the
-  rest counted: ``… 35 more (2 folders, 33 files)``.
+  rest counted: ``… 35 more (2 folders, 33 files)``;
+- the answer cap (``ops.cap``: the same 20,000 tokens as reads): a longer listing is cut
+  after the lines that fit, with a notice counting the lines and entries left out and naming
+  a folder to list next; with ``archive`` (an ``ArchiveStore``) the whole listing is archived
+  and the notice names the ``lean-ctx expand ID --lines N-M`` that continues it.
 
-Reading the file system only, it appends nothing to the log.
+``entries`` holds one entry per line sent (after the header). A ``dir`` entry's ``files``,
+``dirs`` and ``links`` count everything under it, recursively; a ``more`` entry's count what
+it left out.
+
+Reading the file system only, it appends nothing to the log (and writes nothing unless given
+an ``archive``).
 """
 
 from __future__ import annotations
@@ -24,7 +37,8 @@ import msgspec
 
 from ..errors import InvalidInput, NotFound
 from ..paths import normalize, workspace_root
-from .files import list_files
+from .cap import ANSWER_CAP_TOKENS, Cut, cap_lines
+from .files import LinkEntry, list_files
 
 DEFAULT_DEPTH = 2
 MAX_DEPTH = 64
@@ -33,11 +47,14 @@ DEFAULT_MAX_ENTRIES = 40
 
 class TreeEntry(msgspec.Struct, frozen=True):
     path: str  # project-relative ('/'-separated)
-    type: str  # "dir" | "file" | "more"
+    type: str  # "dir" | "file" | "link" | "more"
     level: int  # 0 = directly under the listed folder
     files: int = 0  # dirs: recursive file count; "more": files left out
-    dirs: int = 0  # "more": folders left out
+    dirs: int = 0  # dirs: recursive folder count; "more": folders left out
     collapsed: bool = False  # dirs: children not shown
+    links: int = 0  # dirs: recursive symlink count; "more": symlinks left out
+    target: str | None = None  # links: the project path it points at (None: it leaves the project)
+    target_kind: str | None = None  # links: file | dir | missing | outside
 
 
 class TreeAnswer(msgspec.Struct):
@@ -48,38 +65,74 @@ class TreeAnswer(msgspec.Struct):
     entries: list[TreeEntry]
     depth: int
     source: str  # git | walk
+    links: int = 0  # symlinks under the listed folder (listed, not followed)
+    capped: bool = False  # over the answer cap: lines were left out (said in the text)
+    omitted_lines: int = 0  # listing lines not sent
+    archive_id: str | None = None  # the whole listing, when capped and archived
 
 
 class _Node:
-    __slots__ = ("count", "dirs", "files")
+    __slots__ = ("count", "dirs", "files", "links", "ndirs", "nlinks")
 
     def __init__(self) -> None:
         self.dirs: dict[str, _Node] = {}
         self.files: list[str] = []
-        self.count = 0
+        self.links: dict[str, LinkEntry] = {}
+        self.count = 0  # files, recursively
+        self.ndirs = 0  # folders, recursively
+        self.nlinks = 0  # symlinks, recursively
 
 
-def _build(paths: list[str]) -> tuple[_Node, int]:
+def _build(paths: list[str], links: list[tuple[str, LinkEntry]]) -> tuple[_Node, int]:
     top = _Node()
-    ndirs = 0
-    for p in paths:
-        parts = p.split("/")
+
+    def parent(parts: list[str]) -> _Node:
         node = top
-        node.count += 1
         for name in parts[:-1]:
             child = node.dirs.get(name)
             if child is None:
                 child = node.dirs[name] = _Node()
-                ndirs += 1
             node = child
-            node.count += 1
-        node.files.append(parts[-1])
-    return top, ndirs
+        return node
+
+    for p in paths:
+        parts = p.split("/")
+        parent(parts).files.append(parts[-1])
+    for p, link in links:
+        parts = p.split("/")
+        parent(parts).links[parts[-1]] = link
+
+    def total(node: _Node) -> None:
+        node.count, node.ndirs, node.nlinks = len(node.files), len(node.dirs), len(node.links)
+        for child in node.dirs.values():
+            total(child)
+            node.count += child.count
+            node.ndirs += child.ndirs
+            node.nlinks += child.nlinks
+
+    total(top)
+    return top, top.ndirs
+
+
+def _link_text(name: str, link: LinkEntry) -> str:
+    if link.target is None:
+        return f"{name}@ -> (outside the project; not followed)"
+    if link.kind == "dir":
+        return f"{name}@ -> {link.target}/"
+    if link.kind == "missing":
+        return f"{name}@ -> {link.target} (missing)"
+    return f"{name}@ -> {link.target}"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}{'s' if n != 1 else ''}"
 
 
 def tree(root: str | os.PathLike[str], path: str | None = None, *, depth: int = DEFAULT_DEPTH,
-         max_entries: int = DEFAULT_MAX_ENTRIES) -> TreeAnswer:
-    """The listing of ``path`` (default: the whole project at ``root``)."""
+         max_entries: int = DEFAULT_MAX_ENTRIES, cap_tokens: int = ANSWER_CAP_TOKENS, archive: Any = None,
+         encoding: str = "o200k_base") -> TreeAnswer:
+    """The listing of ``path`` (default: the whole project at ``root``), at most ``cap_tokens``
+    tokens; ``archive`` (an ``ArchiveStore``) keeps the whole listing when it is cut."""
     if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= MAX_DEPTH:
         raise InvalidInput("TREE_INVALID_DEPTH", f"depth must be a whole number from 1 to {MAX_DEPTH}")
     if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 1:
@@ -92,48 +145,94 @@ def tree(root: str | os.PathLike[str], path: str | None = None, *, depth: int = 
     listing = list_files(project)
     if base == ".":
         rel = [f.path for f in listing.files]
+        rel_links = [(x.path, x) for x in listing.links]
     else:
         prefix = base + "/"
         rel = [f.path[len(prefix):] for f in listing.files if f.path.startswith(prefix)]
-        if not rel and any(f.path == base for f in listing.files):
+        rel_links = [(x.path[len(prefix):], x) for x in listing.links if x.path.startswith(prefix)]
+        if not rel and not rel_links and any(f.path == base for f in listing.files):
             name = base.rsplit("/", 1)[-1]
             return TreeAnswer(base, name + "\n", 1, 0, [TreeEntry(base, "file", 0)], depth, listing.source)
-        if not rel and not os.path.lexists(os.path.join(project, base)):
+        if not rel and not rel_links and not os.path.lexists(os.path.join(project, base)):
             raise NotFound("TREE_PATH_NOT_FOUND", f"{base} does not exist in the project; list the root with no path")
-    top, ndirs = _build(rel)
+    top, ndirs = _build(rel, rel_links)
     entries: list[TreeEntry] = []
-    header = (f"{'.' if base == '.' else base}/ ({top.count} file{'s' if top.count != 1 else ''}, "
-              f"{ndirs} folder{'s' if ndirs != 1 else ''})")
+    header = f"{'.' if base == '.' else base}/ ({_plural(top.count, 'file')}, {_plural(ndirs, 'folder')}"
+    header += f", {_plural(top.nlinks, 'link')})" if top.nlinks else ")"
     lines = [header]
     join = (lambda p: p) if base == "." else (lambda p: f"{base}/{p}")
 
     def walk(node: _Node, at: str, level: int) -> None:
-        items: list[tuple[str, Any]] = [("d", n) for n in sorted(node.dirs)] + [("f", n) for n in sorted(node.files)]
+        items: list[tuple[str, str]] = [("d", n) for n in sorted(node.dirs)] + sorted(
+            [("f", n) for n in node.files] + [("l", n) for n in node.links], key=lambda kn: kn[1])
         for i, (kind, name) in enumerate(items):
             indent = "  " * (level + 1)
             if i >= max_entries:
                 rest = items[i:]
                 nd = sum(1 for k, _ in rest if k == "d")
-                nf = len(rest) - nd
+                nl = sum(1 for k, _ in rest if k == "l")
+                nf = len(rest) - nd - nl
+                extra = f", {_plural(nl, 'link')}" if nl else ""
                 lines.append(f"{indent}… {len(rest)} more ({nd} folder{'s' if nd != 1 else ''}, "
-                             f"{nf} file{'s' if nf != 1 else ''})")
-                entries.append(TreeEntry(join(at.rstrip("/")) if at else base, "more", level, nf, nd))
+                             f"{nf} file{'s' if nf != 1 else ''}{extra})")
+                entries.append(TreeEntry(join(at.rstrip("/")) if at else base, "more", level, nf, nd, links=nl))
                 return
             if kind == "f":
                 lines.append(f"{indent}{name}")
                 entries.append(TreeEntry(join(at + name), "file", level))
                 continue
+            if kind == "l":
+                link = node.links[name]
+                lines.append(f"{indent}{_link_text(name, link)}")
+                entries.append(TreeEntry(join(at + name), "link", level, target=link.target, target_kind=link.kind))
+                continue
             child = node.dirs[name]
             label = name
-            while len(child.dirs) == 1 and not child.files:
+            while len(child.dirs) == 1 and not child.files and not child.links:
                 (sub, only), = child.dirs.items()
                 label += "/" + sub
                 child = only
-            collapsed = level + 1 >= depth and bool(child.dirs or child.files)
+            collapsed = level + 1 >= depth and bool(child.dirs or child.files or child.links)
             lines.append(f"{indent}{label}/ ({child.count})")
-            entries.append(TreeEntry(join(at + label), "dir", level, child.count, collapsed=collapsed))
+            entries.append(TreeEntry(join(at + label), "dir", level, child.count, child.ndirs, collapsed=collapsed,
+                                     links=child.nlinks))
             if not collapsed:
                 walk(child, at + label + "/", level + 1)
 
     walk(top, "", 0)
-    return TreeAnswer(base, "\n".join(lines) + "\n", top.count, ndirs, entries, depth, listing.source)
+    text, cut, archive_id = _capped(lines, entries, base, cap_tokens, archive, encoding)
+    if cut is not None:
+        entries = entries[: max(0, cut.head - 1)]
+    return TreeAnswer(base, text + "\n", top.count, ndirs, entries, depth, listing.source, links=top.nlinks,
+                      capped=cut is not None, omitted_lines=cut.unsent if cut is not None else 0,
+                      archive_id=archive_id)
+
+
+def _capped(lines: list[str], entries: list[TreeEntry], base: str, cap: int, archive: Any,
+            encoding: str) -> tuple[str, Cut | None, str | None]:
+    """The listing within the cap (line ``i`` > 0 is ``entries[i - 1]``)."""
+    archive_id = None
+    full = "\n".join(lines) + "\n"
+    if archive is not None:
+        from ..archive import ArchiveStore
+
+        archive_id = ArchiveStore.id_of(full)[0]
+
+    def notice(cut: Cut) -> str:
+        first = cut.first_unsent
+        entry = entries[first - 2] if first >= 2 else None
+        folder = base
+        if entry is not None:
+            folder = entry.path if entry.type == "dir" else entry.path.rsplit("/", 1)[0] if "/" in entry.path else "."
+        where = (f"lean-ctx expand {archive_id} --lines {first}-{cut.total}" if archive_id else
+                 f"list a folder (lean-ctx tree {folder if folder != '.' else 'PATH'})")
+        return (f"[… capped at {cap:,} tokens: {_plural(cut.unsent, 'line')} of the {cut.total:,}-line listing not"
+                f" sent (~{cut.rest_tokens:,} tokens) · the rest: {where}, or use a smaller --depth or"
+                " --max-entries]")
+
+    text, cut = cap_lines(lines, cap - 1, notice, encoding=encoding)  # - 1: the final newline
+    if cut is None:
+        return text, None, None
+    if archive is not None:
+        archive.put(full)
+    return text, cut, archive_id

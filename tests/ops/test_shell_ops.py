@@ -209,11 +209,15 @@ def test_expand_selectors_return_exactly_the_archived_lines(lc: LeanCtx, archive
     assert expand(lc, aid, actor="agent-a").text == "\n".join(lines)
     assert expand(lc, aid, head=5).text == "\n".join(lines[:5])
     assert expand(lc, aid, tail=3).text == "\n".join(lines[-3:])
-    assert expand(lc, aid, tail=0).text == ""
+    with pytest.raises(InvalidInput) as empty:
+        expand(lc, aid, tail=0)
+    assert empty.value.code == "EXPAND_EMPTY_RANGE"
     e = expand(lc, aid, lines="120-125")
     assert e.text.splitlines() == [f"{k}:{lines[k - 1]}" for k in range(120, 126)] and e.lines == 6
     assert expand(lc, aid, lines="299-").text.splitlines() == [f"{k}:{lines[k - 1]}" for k in (299, 300, 301)]
-    assert expand(lc, aid, lines="400-500").text == ""
+    with pytest.raises(InvalidInput) as past:
+        expand(lc, aid, lines="400-500")
+    assert past.value.code == "EXPAND_INVALID_RANGE"
     g = expand(lc, aid, grep=r"state=0\b|ERROR")
     want = [f"{k}:{ln}" for k, ln in enumerate(lines, 1) if "state=0 " in ln + " " or "ERROR" in ln]
     assert g.text.splitlines() == want and g.lines == len(want) >= 2
@@ -221,9 +225,9 @@ def test_expand_selectors_return_exactly_the_archived_lines(lc: LeanCtx, archive
     # the omission markers' ranges point at the right lines
     assert "ERROR: disk full at /var/lib/x.db:12" in r.text
     kinds = events(lc, "archive.expanded")
-    assert [k["selector"] for k in kinds[:4]] == ["full", "head:5", "tail:3", "tail:0"]
+    assert [k["selector"] for k in kinds[:3]] == ["full", "head:5", "tail:3"]  # refused calls record nothing
     assert all(k["sent_tokens"] >= 0 for k in kinds)
-    assert kinds[4]["sent_tokens"] == count_tokens(e.text)
+    assert kinds[3]["sent_tokens"] == count_tokens(e.text)
 
 
 def test_expand_max_tokens_states_what_it_left_out(lc: LeanCtx, archived) -> None:  # type: ignore[no-untyped-def]

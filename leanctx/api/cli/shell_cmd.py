@@ -63,13 +63,19 @@ def shell_cmd(
     session: Optional[str] = SESSION,
     json_: bool = JSON,
 ) -> None:
-    """Run a command; print its compressed output (omissions name an archive id for `lean-ctx expand`) and exit with its code."""
+    """Run a command; print its compressed output (omissions name an archive id for `lean-ctx expand`) and exit with its code.
+
+    Standard input, when it is not a terminal (a pipe, a file), is the command's standard input."""
     from ...ops.shell import run_shell
 
     st = state(ctx)
     lc = st.open()
     target: str | list[str] = command[0] if len(command) == 1 else list(command)
-    r = run_shell(lc, target, cwd=cwd, timeout=timeout, env_passthrough=_env_pairs(env), raw=raw,
+    try:
+        piped = None if sys.stdin is None or sys.stdin.isatty() else sys.stdin.fileno()
+    except (OSError, ValueError):  # closed or detached: the command reads an empty input
+        piped = None
+    r = run_shell(lc, target, cwd=cwd, timeout=timeout, env_passthrough=_env_pairs(env), raw=raw, stdin=piped,
                   **_who(st, session))
     if st.want_json(json_):
         from .render import emit_json

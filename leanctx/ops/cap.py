@@ -1,0 +1,169 @@
+"""The answer cap of expand, shell, tree and search: the same cap as reads.
+
+Clients reject tool results over 25,000 tokens. Reads are capped at ``DEFAULT_CAP_TOKENS``
+(``leanctx.commands.read``, 20,000) and at most ``MAX_CAP_TOKENS`` (24,000); these constants
+are imported from there, not copied, so every answer shares one cap.
+
+``cap_lines(lines, cap, notice)`` returns the lines joined when they fit; otherwise the first
+lines that fit (and, with ``tail_tokens``, the last few lines too), the notice that
+``notice(cut)`` writes for what was left out, and the :class:`Cut` that says exactly what was
+sent. When not even the first line fits, that line is cut by characters (``Cut.chars``), so
+an over-long single line (a minified file) is sent in part rather than not at all. The whole
+text returned, notice included, is at most ``cap`` tokens (the tokenizer's count of exactly
+that text).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import msgspec
+
+from ..commands.read import DEFAULT_CAP_TOKENS, MAX_CAP_TOKENS, MIN_CAP_TOKENS
+
+__all__ = ["ANSWER_CAP_TOKENS", "MAX_CAP_TOKENS", "MIN_CAP_TOKENS", "Cut", "cap_lines", "char_prefix"]
+
+ANSWER_CAP_TOKENS = DEFAULT_CAP_TOKENS
+_SCAN_CHARS_PER_TOKEN = 64  # a token is never longer than this many characters in practice
+
+
+class Cut(msgspec.Struct, frozen=True):
+    """What a capped answer sent of ``total`` lines: lines ``1..head`` whole, then (``chars``
+    > 0) the first ``chars`` characters of line ``head + 1``, and the last ``tail`` lines."""
+
+    total: int
+    head: int
+    tail: int = 0
+    chars: int = 0  # characters of line head+1 sent (it alone did not fit); 0: none
+    rest_tokens: int = 0  # tokens of what was not sent (per-line counts, approximate)
+
+    @property
+    def first_unsent(self) -> int:
+        """1-based number of the first line not sent whole."""
+        return self.head + 1
+
+    @property
+    def last_unsent(self) -> int:
+        """1-based number of the last line not sent whole."""
+        return self.total - self.tail
+
+    @property
+    def unsent(self) -> int:
+        """Lines not sent whole (a line sent in part counts)."""
+        return self.total - self.head - self.tail
+
+
+def _count(text: str, encoding: str) -> int:
+    from ..context.tokens import count_tokens
+
+    return count_tokens(text, encoding)
+
+
+def _costs(lines: Sequence[str], encoding: str) -> list[int]:
+    """The count of each line with its newline (an encoding spec's factor applied)."""
+    pieces = [ln + "\n" for ln in lines]
+    try:
+        from ..context.tokens import token_costs
+    except ImportError:  # a tokenizer without encoding specs: plain encoding names
+        from ..context.tokens import get_encoding
+
+        return [len(t) for t in get_encoding(encoding).encode_ordinary_batch(pieces)]
+    return token_costs(pieces, encoding)
+
+
+def _base_budget(budget: int, encoding: str) -> int:
+    """``budget`` counted tokens as tokens of the spec's base encoding (ids to slice)."""
+    try:
+        from ..context.tokens import base_budget
+    except ImportError:
+        return budget
+    return base_budget(budget, encoding)
+
+
+def char_prefix(text: str, budget: int, encoding: str) -> int:
+    """How many leading characters of ``text`` fit in ``budget`` tokens (at least 0)."""
+    from ..context.tokens import get_encoding
+
+    budget = _base_budget(budget, encoding)
+    if budget <= 0 or not text:
+        return 0
+    enc = get_encoding(encoding)
+    window = text[: budget * _SCAN_CHARS_PER_TOKEN]
+    toks = enc.encode_ordinary(window)
+    if len(toks) <= budget:
+        return len(window)
+    prefix = enc.decode(toks[:budget], errors="replace")
+    n = len(prefix)
+    while n and not text.startswith(prefix[:n]):  # a multi-byte character cut in half
+        n -= 1
+    while n and len(enc.encode_ordinary(text[:n])) > budget:  # re-tokenized, the prefix may cost more
+        n -= max(1, n // 64)
+    return max(n, 0)
+
+
+def cap_lines(lines: Sequence[str], cap: int, notice: Callable[[Cut], str], *, encoding: str = "o200k_base",
+              tail_tokens: int = 0, tail_lines: int = 0) -> tuple[str, Cut | None]:
+    """``"\\n".join(lines)`` when it fits in ``cap`` tokens, else the capped text and its cut
+    (the notice line stands where lines were left out)."""
+    whole = "\n".join(lines)
+    if _count(whole, encoding) <= cap:
+        return whole, None
+    costs = _costs(lines, encoding)
+    total = len(lines)
+    tail = 0
+    used_tail = 0
+    while tail < min(tail_lines, total - 1) and used_tail + costs[total - 1 - tail] <= tail_tokens:
+        used_tail += costs[total - 1 - tail]
+        tail += 1
+    cum: list[int] = []
+    acc = 0
+    for c in costs:
+        acc += c
+        cum.append(acc)
+
+    def build(head: int, chars: int, tail: int) -> tuple[str, Cut]:
+        sent = cum[head - 1] if head else 0
+        sent += cum[-1] - cum[total - tail - 1] if tail else 0
+        if chars:
+            sent += _count(lines[head][:chars], encoding)
+        cut = Cut(total, head, tail, chars, max(0, cum[-1] - sent))
+        parts = list(lines[:head])
+        if chars:
+            parts.append(lines[head][:chars])
+        parts.append(notice(cut))
+        parts.extend(lines[total - tail:] if tail else [])
+        return "\n".join(parts), cut
+
+    slack = 0
+    for _ in range(8):
+        overhead = _count(build(0, 0, tail)[0], encoding) + slack
+        budget = max(0, cap - overhead)
+        head = _bisect(cum, budget, total - tail)
+        chars = 0
+        if head < total - tail and (head == 0 or cum[head - 1] < budget // 2) and lines[head]:
+            # the next line alone is long: send what fits of it, cut by characters
+            room = budget - (cum[head - 1] if head else 0)
+            chars = char_prefix(lines[head], room, encoding)
+            if chars >= len(lines[head]):
+                chars = 0
+        text, cut = build(head, chars, tail)
+        n = _count(text, encoding)
+        if n <= cap:
+            return text, cut
+        slack += n - cap + 8
+        if slack > cap // 2 and tail:
+            tail, slack = 0, 0
+    text, cut = build(0, 0, 0)  # the notice alone
+    return text, cut
+
+
+def _bisect(cum: list[int], budget: int, limit: int) -> int:
+    """How many leading lines (at most ``limit``) cost at most ``budget`` tokens together."""
+    lo, hi = 0, limit
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if cum[mid - 1] <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo

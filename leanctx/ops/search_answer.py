@@ -1,0 +1,123 @@
+"""The answer of ``ctx_search`` (``ops.search``): the listing sent, its archive, its footer.
+
+At most ``limit`` lines and ``MAX_ANSWER_TOKENS`` tokens of ``path:line: snippet`` are sent
+(well under the answer cap of ``ops.cap``, the same as reads; the whole text is checked
+against that cap too). When more hits were found than are sent, the listing of at most
+``MAX_LISTED`` hits, with whole lines, is archived next to the log; the footer says how many
+are listed there and, when that is fewer than were found, that the rest are not listed
+(``2000 of 3000 listed in archive A…; refine the query``). ``search.record`` is dispatched
+with the tokens actually sent.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from ..context.secrets import redact
+from .cap import ANSWER_CAP_TOKENS, Cut, cap_lines
+
+MAX_LISTED = 2000  # hits kept in a listing (and its archive)
+MAX_ANSWER_TOKENS = 6000  # lines of hits sent (the footer and notes come on top, under ANSWER_CAP_TOKENS)
+
+
+class Hit(msgspec.Struct, frozen=True):
+    path: str
+    line: int
+    snippet: str
+    sources: list[str]  # the rankers that found it: regex, bm25, semantic
+    score: float = 0.0  # fused: RRF score; bm25: bm25() (lower is better); semantic: distance; regex: 0
+    start_line: int = 0  # the chunk's span (0 for a regex line hit)
+    end_line: int = 0
+
+
+class SearchAnswer(msgspec.Struct):
+    query: str  # redacted
+    method: str  # regex | bm25 | semantic | fused
+    text: str  # what the agent receives
+    hits: list[Hit]  # the hits shown
+    total: int  # hits found (may exceed the listing for bm25: every matching chunk)
+    shown: int
+    archive_id: str | None
+    notes: list[str]
+    raw_tokens: int
+    sent_tokens: int
+    redactions: int
+    partial: bool = False  # results may be missing: the regex scan stopped early, or files were skipped for size
+    semantic: bool = False  # semantic search took part
+    index: Any = None  # IndexStats of the refresh, when the index was used
+    call_position: int | None = None
+    listed: int = 0  # hits listed in the archive (at most MAX_LISTED)
+    skipped_large: int = 0  # files in scope not searched because of their size (see the notes)
+
+
+def _footer(label: str, shown: int, total: int, listed: int, archive_id: str | None, query: str) -> str:
+    if shown:
+        footer = f"[search {label}: {shown} of {total} result{'s' if total != 1 else ''}"
+    else:
+        footer = f"[search {label}: no results for {query!r}"
+    if archive_id:
+        call = f"lean-ctx expand {archive_id}"
+        if listed >= total:
+            footer += f"; all {listed} listed in archive {archive_id} ({call})"
+        else:
+            footer += (f"; {listed} of {total} listed in archive {archive_id} ({call}; at most {MAX_LISTED:,} are"
+                       " listed); refine the query")
+    return footer + "]"
+
+
+def answer(lc: Any, texts: Any, query: str, method: str, hits: list[Hit], total: int, notes: list[str], partial: bool,
+           semantic: bool, stats: Any, *, limit: int, actor: str | None, session_id: str | None, project: str,
+           now: float | None, record: bool, encoding: str, skipped_large: int = 0) -> SearchAnswer:
+    from ..archive import ArchiveStore
+    from ..context.tokens import count_tokens
+
+    rq = redact(query)
+    listing = [f"{h.path}:{h.line}: {h.snippet}" for h in hits]
+    full_lines = [f"{h.path}:{h.line}: {texts.line(h.path, h.line).strip() or h.snippet}" for h in hits]
+    raw_text = "\n".join(full_lines)
+    shown: list[str] = []
+    used = 0
+    for line in listing[:limit]:
+        n = count_tokens(line + "\n", encoding)
+        if shown and used + n > MAX_ANSWER_TOKENS:
+            break
+        shown.append(line)
+        used += n
+    archive_id = None
+    archive: tuple[str, str, int, int, int] | None = None
+    if len(shown) < len(hits):
+        archive_text = raw_text + "\n"
+        archive_id, sha, _ = ArchiveStore.beside(lc.db).put(archive_text)
+        archive = (archive_id, sha, len(archive_text.encode("utf-8")), len(full_lines),
+                   count_tokens(archive_text, encoding))
+    label = method if method != "fused" else "fused " + "+".join(
+        s for s in ("bm25", "regex", "semantic") if s != "semantic" or semantic)
+    footer = _footer(label, len(shown), total, len(full_lines), archive_id, rq.text)
+    lines = [*shown, footer, *(f"[{n}]" for n in notes)]
+
+    def notice(cut: Cut) -> str:  # a guard: the limits above keep answers far below the cap
+        return f"[… {cut.unsent} more lines not sent: over the {ANSWER_CAP_TOKENS:,}-token answer cap]"
+
+    text, cut = cap_lines(lines, ANSWER_CAP_TOKENS, notice, encoding=encoding)
+    if cut is not None:
+        shown = shown[: cut.head]
+    raw_tokens = count_tokens(raw_text, encoding)
+    sent_tokens = count_tokens(text, encoding)
+    redactions = rq.count + raw_text.count("[REDACTED:")
+    ans = SearchAnswer(rq.text, method, text, hits[:len(shown)], total, len(shown), archive_id, notes, raw_tokens,
+                       sent_tokens, redactions, partial, semantic, stats, listed=len(full_lines) if archive else 0,
+                       skipped_large=skipped_large)
+    if record:
+        from ..commands.search import RecordSearch
+
+        cmd = RecordSearch(query=rq.text, method=method, results=total, raw_tokens=raw_tokens,
+                           sent_tokens=sent_tokens, redactions=redactions, encoding=encoding,
+                           archive_id=archive[0] if archive else None,
+                           archive_sha256=archive[1] if archive else None,
+                           archive_bytes=archive[2] if archive else 0, archive_lines=archive[3] if archive else 0,
+                           archive_tokens=archive[4] if archive else 0)
+        res = lc.bus.dispatch(cmd, actor=actor, session_id=session_id, project=project, now=now)
+        ans.call_position = res.call_position
+    return ans

@@ -125,7 +125,7 @@ def expand_cmd(
     archive_id: str = typer.Argument(..., help="The archive id named by an omission marker (A + 16 hex digits)."),
     head: Optional[int] = typer.Option(None, "--head", help="Only the first N lines."),
     tail: Optional[int] = typer.Option(None, "--tail", help="Only the last N lines."),
-    lines: Optional[str] = typer.Option(None, "--lines", help="Only lines A-B (1-based, inclusive; A- to the end), numbered."),
+    lines: Optional[str] = typer.Option(None, "--lines", help="Only lines A-B (1-based, inclusive; A- to the end), numbered; L[A-B] is characters A-B of line L (an over-long line)."),
     grep: Optional[str] = typer.Option(None, "--grep", help="Only the lines matching this regular expression, numbered."),
     max_tokens: Optional[int] = typer.Option(
         None, "--max-tokens", help="Stop before this many tokens; the answer says which lines were left out."

@@ -61,6 +61,7 @@ class RecordShell(Command, frozen=True):
     sent_tokens: int
     omitted_lines: int = 0
     archive: ArchiveInfo | None = None
+    extra_archives: list[ArchiveInfo] = []  # e.g. the whole answer, when it was capped
     duration_ms: float = 0.0
     captured: bool = False
     redactions: int = 0
@@ -127,14 +128,13 @@ def record_shell(ctx: CommandContext, cmd: RecordShell) -> ShellRecorded:
             "SHELL_OMISSION_WITHOUT_ARCHIVE", "lines were omitted but no archive was given: nothing may be dropped silently"
         )
     created = False
-    if cmd.archive is not None:
-        _check_archive(cmd.archive)
-        stream = f"archive:{cmd.archive.archive_id}"
+    for a in [*([cmd.archive] if cmd.archive is not None else []), *cmd.extra_archives]:
+        _check_archive(a)
+        stream = f"archive:{a.archive_id}"
         if ctx.tx.stream_version(stream) == 0:
-            a = cmd.archive
             ctx.emit(stream, ArchiveCreated(archive_id=a.archive_id, source=a.source, sha256=a.sha256, bytes=a.bytes,
                                             lines=a.lines, tokens=a.tokens), expected_version=NO_STREAM)
-            created = True
+            created = created or a is cmd.archive
     ctx.emit(
         stream_of(ctx),
         ShellRan(

@@ -257,7 +257,8 @@ def _process(
     rec = lc.bus.dispatch(
         RecordShell(command=cmd_text[:2000], pattern=pattern, exit_code=exit_code, raw_tokens=raw_tokens,
                     sent_tokens=sent_tokens, omitted_lines=omitted, archive=info, duration_ms=round(duration_ms, 3),
-                    captured=captured, redactions=redactions, encoding=encoding),
+                    captured=captured, redactions=redactions, encoding=encoding,
+                    extra_archives=[cut_info] if cut_info is not None and cut_info is not info else []),
         actor=actor, session_id=session_id, project=project, now=now,
     ).value
     budget: BudgetState | None = rec.budget

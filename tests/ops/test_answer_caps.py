@@ -129,6 +129,8 @@ def test_compressed_shell_output_is_capped_and_keeps_its_summary(lc: LeanCtx) ->
     assert count_tokens("\n".join(answer)) > 50_000  # what an uncapped answer would have sent
     assert events(lc, "shell.ran")[-1]["sent_tokens"] == r.sent_tokens
     assert ArchiveStore.beside(lc.db).exists(r.archive_id)  # the markers' archive is there too
+    created = {e["archive_id"] for e in events(lc, "archive.created")}
+    assert {r.archive_id, r.capped_archive_id} <= created  # the log knows of both archives
 
 
 def test_cli_shell_keeps_the_exit_code_when_capped(tmp_path: Path) -> None:

@@ -3,10 +3,22 @@
 Three tables in the project's database (see ``docs/architecture.md``: caches own their tables;
 replay does not rebuild them and deleting them loses nothing):
 
-- ``cache_files``: path → the last (mtime_ns, size, inode) seen and the sha256 of the bytes
-  read then. A read always hashes the bytes it reads (a file changed in place with its mtime
-  and size kept is still seen as changed): the stat is a record, never a substitute for the
-  hash.
+- ``cache_files``: path → the stat of the file when its bytes were last read and hashed
+  (mtime_ns, ctime_ns, size, inode, device), when that was (``hashed_ns``), the sha256 of those
+  bytes and what decoding them showed (bytes not UTF-8, CR-only line ends). It is the **mtime
+  + size fast check**: a read whose fresh ``fstat`` equals the record in every field reuses
+  the recorded sha256 (and the cached redacted blob) without reading or hashing the file
+  (``stat_is_trusted``), unless the record is *racily clean*: the file was modified (mtime or
+  ctime) within ``RACY_NS`` (2 s) of being hashed, when a later write of the same size could
+  land in the same timestamp tick (coarse file system clocks, 2 s on FAT) and leave every
+  field equal; such a file is read and hashed again until a hash is taken more than 2 s after
+  its last change (as git and ``leanctx.cache.code_index`` do). ``ctime`` cannot be set by
+  ``utime`` (setting an old mtime back moves ctime to now), so an edit that restores the old
+  mtime and size is still seen; an atomic save (rename) changes the inode. What the check
+  cannot see: a change that leaves mtime, ctime, size and inode all equal — a write through a
+  shared ``mmap`` whose timestamps the kernel has not updated yet, a file system that does
+  not keep ctime, or a clock set back; git accepts the same. ``fresh`` and ``raw`` reads never
+  use the record: they always read and hash the file (and record it again).
 - ``cache_blobs``: sha256 of the file's bytes → its **redacted** text, the number of
   redactions, its line count and its token count (what a plain read would have sent). Used by
   ``diff`` to render against the version a conversation received earlier.
@@ -36,21 +48,30 @@ import msgspec
 
 from ..context import secrets as _secrets
 
-__all__ = ["ENGINE", "Blob", "FileStat", "View", "ViewCache", "options_key", "views_for"]
+__all__ = ["ENGINE", "RACY_NS", "Blob", "FileStat", "View", "ViewCache", "options_key", "stat_is_trusted", "views_for"]
 
 VIEWS_VERSION = 2  # bump when a read mode's output changes in a way cached views must not outlive
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 PRUNE_EVERY = 200  # writes between size checks
+RACY_NS = 2_000_000_000  # a stat within this of its hash is "racily clean": never trusted (as code_index)
+
+
+# Outside ``leanctx/context``, the modules that shape what a blob or view holds: decoding and
+# line endings (``read_load``), redaction of files (``files.redact_text``).
+_SHAPERS = ("ops/read_load.py", "ops/files.py")
 
 
 def _code_digest(root: Path | None = None) -> str:
     """sha256 over the engine's source (``leanctx/context``: read modes, symbols, languages,
-    redaction, tokens) and the installed grammars' version, so a view rendered by other code is
-    never served: no release needs to remember to bump ``VIEWS_VERSION``."""
-    root = root or Path(__file__).resolve().parents[1] / "context"
+    redaction, tokens; plus ``_SHAPERS``) and the installed grammars' version, so a view rendered
+    by other code is never served: no release needs to remember to bump ``VIEWS_VERSION``."""
+    package = Path(__file__).resolve().parents[1]
+    root = root or package / "context"
     h = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
         h.update(path.relative_to(root).as_posix().encode() + b"\x00" + path.read_bytes() + b"\x00")
+    for rel in _SHAPERS if root == package / "context" else ():
+        h.update(rel.encode() + b"\x00" + (package / rel).read_bytes() + b"\x00")
     for dist in ("tree-sitter", "tree-sitter-language-pack"):
         try:
             h.update(f"{dist}={metadata.version(dist)}\x00".encode())
@@ -72,12 +93,17 @@ ENGINE = _engine_fingerprint()
 
 _DDL = (
     """CREATE TABLE IF NOT EXISTS cache_files (
-        path     TEXT PRIMARY KEY,
-        mtime_ns INTEGER NOT NULL,
-        size     INTEGER NOT NULL,
-        inode    INTEGER NOT NULL,
-        sha256   TEXT NOT NULL,
-        seen_at  REAL NOT NULL
+        path      TEXT PRIMARY KEY,
+        mtime_ns  INTEGER NOT NULL,
+        size      INTEGER NOT NULL,
+        inode     INTEGER NOT NULL,
+        sha256    TEXT NOT NULL,
+        seen_at   REAL NOT NULL,
+        ctime_ns  INTEGER NOT NULL DEFAULT 0,
+        dev       INTEGER NOT NULL DEFAULT 0,
+        hashed_ns INTEGER NOT NULL DEFAULT 0,
+        bad_bytes INTEGER NOT NULL DEFAULT 0,
+        cr_breaks INTEGER NOT NULL DEFAULT 0
     )""",
     """CREATE TABLE IF NOT EXISTS cache_blobs (
         sha256     TEXT PRIMARY KEY,
@@ -112,11 +138,35 @@ _DDL = (
 )
 
 
+_FILES_COLUMNS = frozenset({"path", "mtime_ns", "size", "inode", "sha256", "seen_at", "ctime_ns", "dev", "hashed_ns",
+                            "bad_bytes", "cr_breaks"})
+_STAT_COLS = "mtime_ns, size, inode, sha256, ctime_ns, dev, hashed_ns, bad_bytes, cr_breaks"
+
+
 class FileStat(msgspec.Struct, frozen=True):
+    """A file's stat when its bytes were hashed, the hash, and what decoding those bytes showed
+    (kept here because the redacted blob cannot tell: it holds U+FFFD and LF instead)."""
+
     mtime_ns: int
     size: int
     inode: int
     sha256: str
+    ctime_ns: int = 0
+    dev: int = 0
+    hashed_ns: int = 0  # wall clock (time.time_ns) taken before the file was stat'ed and read; 0: never trust
+    bad_bytes: int = 0  # bytes that are not UTF-8 (each shown as U+FFFD)
+    cr_breaks: int = 0  # CR-only line ends (old Mac files), read as line breaks
+
+
+def stat_is_trusted(known: FileStat | None, st: os.stat_result) -> bool:
+    """Whether ``st`` (a fresh stat of the file) lets ``known.sha256`` stand for its bytes
+    without reading them: every recorded field equal, and not racily clean (see the module doc)."""
+    if known is None or known.hashed_ns <= 0:
+        return False
+    if (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_dev) != (
+            known.mtime_ns, known.ctime_ns, known.size, known.inode, known.dev):
+        return False
+    return known.hashed_ns - max(known.mtime_ns, known.ctime_ns) > RACY_NS
 
 
 class Blob(msgspec.Struct, frozen=True):
@@ -167,8 +217,10 @@ class ViewCache:
         self._writes = 0
         self.skipped = 0  # writes given up because the database stayed locked
         have = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if not {"cache_files", "cache_blobs", "cache_views"} <= have:
+        if not {"cache_files", "cache_blobs", "cache_views"} <= have or not self._files_current():
             with self._lock, self._conn:
+                if "cache_files" in have and not self._files_current():  # an older layout: a cache, dropped
+                    self._conn.execute("DROP TABLE cache_files")
                 for ddl in _DDL:
                     self._conn.execute(ddl)
         self._conn.set_busy_timeout(busy_timeout_ms)
@@ -176,20 +228,23 @@ class ViewCache:
     def close(self) -> None:
         self._conn.close()
 
-    # --- stat records ----------------------------------------------------------------
+    # --- stat records (the fast check) -------------------------------------------------
+    def _files_current(self) -> bool:
+        cols = {r[1] for r in self._conn.execute("PRAGMA table_info(cache_files)")}
+        return _FILES_COLUMNS <= cols
+
     def last_stat(self, path: str) -> FileStat | None:
         with self._lock:
-            row = self._conn.execute(
-                "SELECT mtime_ns, size, inode, sha256 FROM cache_files WHERE path = ?", (path,)
-            ).fetchone()
+            row = self._conn.execute(f"SELECT {_STAT_COLS} FROM cache_files WHERE path = ?", (path,)).fetchone()
         return FileStat(*row) if row else None
 
     def record_stat(self, path: str, st: FileStat) -> None:
+        """Record the stat a file had when its bytes (hash ``st.sha256``) were read, replacing
+        the path's previous record whole."""
         self._write(
-            "INSERT INTO cache_files (path, mtime_ns, size, inode, sha256, seen_at) VALUES (?, ?, ?, ?, ?, ?)"
-            " ON CONFLICT(path) DO UPDATE SET mtime_ns = excluded.mtime_ns, size = excluded.size,"
-            " inode = excluded.inode, sha256 = excluded.sha256, seen_at = excluded.seen_at",
-            (path, st.mtime_ns, st.size, st.inode, st.sha256, time.time()),
+            f"INSERT OR REPLACE INTO cache_files (path, {_STAT_COLS}, seen_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (path, st.mtime_ns, st.size, st.inode, st.sha256, st.ctime_ns, st.dev, st.hashed_ns, st.bad_bytes,
+             st.cr_breaks, time.time()),
         )
 
     # --- blobs -----------------------------------------------------------------------

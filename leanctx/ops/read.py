@@ -6,18 +6,16 @@ which decides stub vs content, the refs, the cap, scent and budget inside it.
 
 For each path, outside the transaction:
 
-1. **jail**: the path is normalized inside the project root (``leanctx.paths``): ``..`` that
-   climbs out, absolute paths outside, symlinks resolving outside are refused
-   (``READ_PATH_OUTSIDE_PROJECT``); malformed paths too (``READ_PATH_INVALID``). The file is then
-   opened without following a final symlink and checked to be the file the jail approved.
-2. **secret files** (``.env``, ``id_rsa``, ``*.pem``, ...; ``is_secret_path`` on the name asked
-   for and on the real name) are refused with ``READ_SECRET_FILE`` unless
-   ``$LEAN_CTX_ALLOW_SECRET_FILES=1``.
-3. **content**: the bytes are read and hashed (sha256) on every read: the hash, not mtime and
-   size, says whether a file changed (a same-size edit with its mtime put back is a new hash,
-   a ``touch`` is not). The stat (mtime, size, inode) is recorded beside the hash
-   (``cache_files``) but never trusted instead of it; everything derived (redacted blob, views,
-   token counts) is looked up by the hash, so an unchanged file costs one read and one sha256.
+1. **loading** (``leanctx.ops.read_load``): the jail, secret files (``READ_SECRET_FILE``), the
+   mtime + size fast check (an unchanged file, by its recorded stat and not racily clean,
+   is neither read nor hashed: its recorded sha256 and cached redacted blob stand for it), else
+   the bytes are read and hashed (sha256); decoding shows bytes that are not UTF-8 as U+FFFD
+   and CR-only line ends as LF, and the answer's header says how many of each.
+2. **the session's intent**: ``auto`` with neither ``intent`` nor ``task`` takes the task of the
+   caller's session (``lean-ctx session task``; the session is ``session_id``, else
+   ``default-<agent>`` as for the session verbs) as its intent; the reason and the header say so.
+3. **content**: everything derived (redacted blob, views, token counts) is looked up by the
+   content hash, so an unchanged file costs a stat and a few cache look-ups.
 4. **redaction**: secrets are replaced (``leanctx.context.secrets.redact``; private key blocks
    keep their line count so line numbers still match the file) before anything is cached,
    archived or appended; the agent receives the redacted text unless it asked for ``raw``.
@@ -30,22 +28,25 @@ For each path, outside the transaction:
 ``diff`` renders against the redacted text of the version this conversation last received
 (its content hash from the ``deliveries`` projection, its text from the cache); without one,
 the answer says so and sends the full content.
+
+**Several paths**: every file that can be read is answered; a path that fails gets its own
+entry (``leanctx.ops.read_failures.ReadFailure``: the line ``path: error[CODE] message`` and an
+``error`` object) in its place, and only the files read are recorded (one ``file.read`` each).
+When every path failed the call raises (a single path keeps raising its own error), so the
+CLI exits non-zero only then. A refused decision (``BUDGET_EXCEEDED``) still fails the call.
 """
 
 from __future__ import annotations
 
-import errno
-import hashlib
 import os
 import re
-import stat as stat_mod
 from collections.abc import Sequence
 from typing import Any
 
 import msgspec
 
 from ..archive import ArchiveStore
-from ..cache.views import Blob, FileStat, View, ViewCache, options_key, views_for
+from ..cache.views import Blob, View, ViewCache, options_key, views_for
 from ..commands.read import (
     DEFAULT_CAP_TOKENS,
     MAX_CAP_TOKENS,
@@ -59,19 +60,28 @@ from ..commands.read import (
     RecordRead,
     redact_keeping_lines,
 )
-from ..context import secrets as _secrets
+from ..commands.sessions import session_of
 from ..context.errors import ContextError
-from ..context.modes import parse_ranges, source_lines
+from ..context.modes import parse_ranges
 from ..context.modes import read as render
+from ..context.modes.auto import SESSION_TASK, intent_label
 from ..context.tokens import DEFAULT_ENCODING, count_tokens, get_encoding
-from ..errors import CommandError, InvalidInput, NotFound
-from ..paths import PathRefused, normalize, workspace_root
+from ..errors import InvalidInput, LeanCtxError
+from ..paths import PathRefused, workspace_root
 from ..projections.deliveries import latest_delivery
+from ..projections.sessions import get_session
+from .read_failures import Failed, ReadFailure, all_failed, failure, path_of
+from .read_load import (
+    ALLOW_SECRETS_ENV,
+    MAX_FILE_BYTES,
+    Loaded,
+    blob_of,
+    decode_notes,
+    load,
+)
 
-__all__ = ["ReadAnswer", "read_files", "redact_keeping_lines"]
+__all__ = ["ALLOW_SECRETS_ENV", "MAX_FILE_BYTES", "ReadAnswer", "ReadFailure", "read_files", "redact_keeping_lines"]
 
-MAX_FILE_BYTES = 8 * 1024 * 1024
-ALLOW_SECRETS_ENV = "LEAN_CTX_ALLOW_SECRET_FILES"
 CAP_ENV = "LEAN_CTX_READ_MAX_TOKENS"
 _MODE_NAMES = ("full", "map", "signatures", "lines", "diff", "aggressive", "entropy", "task", "auto")
 
@@ -84,10 +94,6 @@ def _cap_from_env() -> int:
         return int(raw)
     except ValueError:
         raise InvalidInput("READ_INVALID_CAP", f"${CAP_ENV} must be a whole number of tokens, not {raw!r}") from None
-
-
-def _secrets_allowed() -> bool:
-    return os.environ.get(ALLOW_SECRETS_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
 
 
 def _normalize_mode(mode: str) -> tuple[str, str]:
@@ -109,99 +115,6 @@ def _normalize_mode(mode: str) -> tuple[str, str]:
 
 def _context_error(exc: ContextError) -> InvalidInput:
     return InvalidInput(exc.code, exc.message)
-
-
-# --- reading one file ------------------------------------------------------------------
-
-
-class _Loaded:
-    __slots__ = ("data", "rel", "sha", "stat")
-
-    def __init__(self, rel: str, data: bytes, sha: str, st: FileStat) -> None:
-        self.rel, self.data, self.sha, self.stat = rel, data, sha, st
-
-
-def _load(raw_path: str, root: str) -> _Loaded:
-    if isinstance(raw_path, str) and raw_path.strip() in (".", "./"):
-        raise InvalidInput("READ_IS_DIRECTORY", "the project root is a directory; name a file inside it")
-    try:
-        wp = normalize(raw_path, root, invalid_code="READ_PATH_INVALID", outside_code="READ_PATH_OUTSIDE_PROJECT")
-    except PathRefused as exc:
-        raise InvalidInput(exc.code, exc.message.replace("workspace", "project"), **exc.details) from None
-    rel = wp.path
-    if not _secrets_allowed() and (_secrets.is_secret_path(rel) or _secrets.is_secret_path(str(raw_path))):
-        raise CommandError(
-            "READ_SECRET_FILE",
-            f"{rel} is a well-known secret file and is not read (its content would reach the agent); set"
-            f" ${ALLOW_SECRETS_ENV}=1 to allow reading such files",
-            path=rel,
-        )
-    full = os.path.join(root, rel)
-    try:
-        fd = os.open(full, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        raise NotFound("READ_NOT_FOUND", f"no file {rel} in the project; check the path (relative to "
-                       f"{root})", path=rel) from None
-    except IsADirectoryError:
-        raise InvalidInput("READ_IS_DIRECTORY", f"{rel} is a directory; name a file inside it", path=rel) from None
-    except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.EMLINK):  # the last component became a symlink after the jail check
-            raise InvalidInput("READ_PATH_OUTSIDE_PROJECT", f"{rel} changed into a symlink while being read; "
-                               "read it again", path=rel) from None
-        raise InvalidInput("READ_UNREADABLE", f"cannot open {rel}: {exc.strerror}", path=rel) from None
-    try:
-        st = os.fstat(fd)
-        if stat_mod.S_ISDIR(st.st_mode):
-            raise InvalidInput("READ_IS_DIRECTORY", f"{rel} is a directory; name a file inside it", path=rel)
-        if not stat_mod.S_ISREG(st.st_mode):
-            raise InvalidInput("READ_NOT_A_FILE", f"{rel} is not a regular file (a device, pipe or socket)",
-                               path=rel)
-        real = os.path.realpath(full)
-        if not real.startswith(root.rstrip(os.sep) + os.sep):
-            raise InvalidInput("READ_PATH_OUTSIDE_PROJECT", f"{rel} moved outside the project while being read",
-                               path=rel)
-        if st.st_size > MAX_FILE_BYTES:
-            raise InvalidInput(
-                "READ_FILE_TOO_LARGE",
-                f"{rel} is {st.st_size:,} bytes; lean-ctx reads files up to {MAX_FILE_BYTES:,} bytes (use search, or"
-                " lines:N-M on a smaller file)", path=rel,
-            )
-        chunks = []
-        left = MAX_FILE_BYTES + 1
-        while left > 0:
-            b = os.read(fd, min(left, 1 << 20))
-            if not b:
-                break
-            chunks.append(b)
-            left -= len(b)
-        data = b"".join(chunks)
-        if len(data) > MAX_FILE_BYTES:
-            raise InvalidInput("READ_FILE_TOO_LARGE", f"{rel} grew past {MAX_FILE_BYTES:,} bytes while being read",
-                               path=rel)
-    finally:
-        os.close(fd)
-    if b"\x00" in data[:8192]:
-        raise InvalidInput("READ_BINARY_FILE", f"{rel} is a binary file; lean-ctx reads text files", path=rel)
-    sha = hashlib.sha256(data).hexdigest()
-    return _Loaded(rel, data, sha, FileStat(st.st_mtime_ns, st.st_size, st.st_ino, sha))
-
-
-def _decode(data: bytes) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return data.decode("utf-8", errors="replace")
-
-
-def _blob(cache: ViewCache, f: _Loaded, encoding: str) -> tuple[Blob, str]:
-    """The redacted blob of a file (cached by content hash) and its decoded real text."""
-    text = _decode(f.data)
-    blob = cache.get_blob(f.sha, encoding)
-    if blob is None:
-        redacted, n = redact_keeping_lines(text)
-        blob = Blob(f.sha, redacted, n, len(source_lines(redacted)), count_tokens(redacted, encoding), encoding)
-        cache.put_blob(blob)
-    return blob, text
 
 
 # --- views -----------------------------------------------------------------------------
@@ -249,9 +162,10 @@ _FOOTER = re.compile(r"^\[[^\]\n]*? · \d+ lines(?: · (?P<note>.*))?\]$")
 
 
 def _read_view(v: View, key: str, label: str, encoding: str, *, diff_base: str | None = None,
-               notes: list[str] | None = None) -> ReadView:
+               notes: list[str] | None = None, more: Sequence[str] = (), reason: str | None = None) -> ReadView:
     """A sendable view. The mode's footer line (``[signatures · 120 lines · ...]``) moves into
-    the answer's header, which states the mode and line count anyway."""
+    the answer's header, which states the mode and line count anyway; ``more`` is added to it
+    (how the file was decoded, where auto's intent came from)."""
     body, tokens, detail = v.text, v.tokens, None
     if v.mode != "full":
         head, _, last = body.rpartition("\n")
@@ -259,17 +173,21 @@ def _read_view(v: View, key: str, label: str, encoding: str, *, diff_base: str |
         if m:
             body, detail = head, m.group("note")
             tokens = count_tokens(body, encoding)
+    detail = " · ".join(x for x in (detail, *more) if x) or None
     return ReadView(mode=key, label=label, body=body, tokens=tokens, diff_base=diff_base, notes=notes or [],
-                    reason=v.reason, detail=detail)
+                    reason=reason or v.reason, detail=detail)
 
 
-def _prepare(cache: ViewCache, f: _Loaded, *, mode: str, task: str | None, intent: str | None, raw: bool,
-             encoding: str, latest_hash: str | None, conv: bool) -> tuple[ReadFile, View, View | None]:
-    """The file's candidate answer(s) and the redacted views behind them (for archiving)."""
-    blob, real = _blob(cache, f, encoding)
+def _prepare(cache: ViewCache, f: Loaded, *, mode: str, task: str | None, intent: str | None, raw: bool,
+             encoding: str, latest_hash: str | None, conv: bool,
+             session_intent: bool = False) -> tuple[ReadFile, View, View | None]:
+    """The file's candidate answer(s) and the redacted views behind them (for archiving).
+    ``session_intent``: ``intent`` is the session's task (auto names it so)."""
+    blob = blob_of(cache, f, encoding)
     name, arg = _normalize_mode(mode)
     requested = name if not arg else f"{name}:{arg}"
-    body_text = real if raw else blob.text
+    body_text = f.text if raw and f.text is not None else blob.text
+    decoded = decode_notes(f.stat)
     vcache = None if raw else cache
     rel = f.rel
 
@@ -280,7 +198,7 @@ def _prepare(cache: ViewCache, f: _Loaded, *, mode: str, task: str | None, inten
         return _view(cache, f.sha, rel, blob.text, m, encoding, **kw)
 
     def mk(v: View, key: str, label: str, **kw: Any) -> ReadView:
-        return _read_view(v, key, label, encoding, **kw)
+        return _read_view(v, key, label, encoding, more=[*decoded, *kw.pop("more", ())], **kw)
 
     old_text = None
     if latest_hash is not None and latest_hash != f.sha and name in ("diff", "auto") and not raw:
@@ -317,12 +235,20 @@ def _prepare(cache: ViewCache, f: _Loaded, *, mode: str, task: str | None, inten
         red = redacted_of("auto", task=task, intent=intent,
                           old_hash=latest_hash if old_text is not None else None, old=old_text) if raw else v
         label = f"auto→{v.mode}"
+        said: dict[str, Any] = {}
+        if session_intent and intent:  # say where the intent came from: the agent did not give one
+            label_ = intent_label(intent, SESSION_TASK)
+            why = (v.reason or "").replace(intent_label(intent), label_, 1)
+            said = {"reason": f"no intent given: {why}"}
+            if why.startswith(label_):  # the intent decided the mode: the header says so too
+                said["more"] = [f"intent: {SESSION_TASK}"]
         if v.mode == "diff":
             full = view_of("full")
-            alt = mk(full, "full", label.replace("diff", "full"))
-            rv = mk(v, "diff", f"auto→diff vs {latest_hash[:8] if latest_hash else ''}", diff_base=latest_hash)
+            alt = mk(full, "full", label.replace("diff", "full"), **said)
+            rv = mk(v, "diff", f"auto→diff vs {latest_hash[:8] if latest_hash else ''}", diff_base=latest_hash,
+                    **said)
             return _file(f, blob, requested, rv, alt), red, full
-        return _file(f, blob, requested, mk(v, v.mode, label)), red, None
+        return _file(f, blob, requested, mk(v, v.mode, label, **said)), red, None
     m = name if name != "lines" else f"lines:{arg}"
     v = view_of(m, task=task)
     red = redacted_of(m, task=task) if raw else v
@@ -331,7 +257,7 @@ def _prepare(cache: ViewCache, f: _Loaded, *, mode: str, task: str | None, inten
     return _file(f, blob, requested, mk(v, key, label)), red, None
 
 
-def _file(f: _Loaded, blob: Blob, requested: str, view: ReadView, alt: ReadView | None = None) -> ReadFile:
+def _file(f: Loaded, blob: Blob, requested: str, view: ReadView, alt: ReadView | None = None) -> ReadFile:
     return ReadFile(path=f.rel, content_hash=f.sha, lines=blob.lines, raw_tokens=blob.tokens,
                     redactions=blob.redactions, requested_mode=requested, view=view, alt=alt)
 
@@ -409,10 +335,12 @@ def read_files(
     encoding: str = DEFAULT_ENCODING,
 ) -> list[ReadAnswer]:
     """Read ``paths`` (relative to ``project``, or absolute inside it) in ``mode``; returns one
-    answer per distinct path, in order. Refusals raise ``LeanCtxError`` subclasses with stable
-    codes (``READ_PATH_OUTSIDE_PROJECT``, ``READ_SECRET_FILE``, ``READ_NOT_FOUND``,
-    ``READ_INVALID_MODE``, ``BUDGET_EXCEEDED``, ...); nothing is recorded for a refused path
-    check, and a refused decision (budget) is recorded as a failed ``read.record`` call."""
+    answer per distinct path, in order: a ``ReadFailure`` (``mode="error"``, ``error`` set) for a
+    path that could not be read while others could. Refusals raise ``LeanCtxError`` subclasses
+    with stable codes (``READ_PATH_OUTSIDE_PROJECT``, ``READ_SECRET_FILE``, ``READ_NOT_FOUND``,
+    ``READ_INVALID_MODE``, ``BUDGET_EXCEEDED``, ...) when the call itself is refused or no path
+    could be read (``leanctx.ops.read_failures.all_failed``); nothing is recorded for a refused
+    path, and a refused decision (budget) is recorded as a failed ``read.record`` call."""
     if isinstance(paths, str):
         paths = [paths]
     if not paths:
@@ -432,28 +360,61 @@ def read_files(
         raise InvalidInput("READ_INVALID_PROJECT", exc.message) from None
     if not os.path.isdir(root):
         raise InvalidInput("READ_INVALID_PROJECT", f"the project root {root} is not a directory")
-    loaded: list[_Loaded] = []
+    cache = views_for(lc)
+    entries: list[Loaded | Failed] = []  # in the order asked, one per distinct path
     seen: set[str] = set()
     for p in paths:
-        f = _load(p, root)
-        if f.rel not in seen:
-            seen.add(f.rel)
-            loaded.append(f)
-    cache = views_for(lc)
+        f: Loaded | Failed
+        try:
+            f = load(p, root, cache, encoding=encoding, trust_stat=not (raw or fresh))
+            key = f.rel
+        except LeanCtxError as exc:
+            key = path_of(p, exc)
+            f = Failed(key, exc)
+        if key not in seen:
+            seen.add(key)
+            entries.append(f)
+    name = mode.strip().partition(":")[0].lower()
+    session_task = _session_task(lc, actor, session_id, project, root) if (
+        name == "auto" and not intent and not task and any(isinstance(e, Loaded) for e in entries)) else None
     conv = bool(actor and session_id)
     conn = lc.projections.reader("deliveries") if conv else None
     files: list[ReadFile] = []
     redacted: list[tuple[View, View | None]] = []
-    for f in loaded:
-        cache.record_stat(f.rel, f.stat)
-        latest = latest_delivery(conn, actor, session_id, f.rel, project=project) if conn is not None else None
-        rf, red, alt_red = _prepare(cache, f, mode=mode, task=task, intent=intent, raw=raw,
-                                    encoding=encoding, latest_hash=latest.content_hash if latest else None, conv=conv)
+    for i, e in enumerate(entries):
+        if isinstance(e, Failed):
+            continue
+        latest = latest_delivery(conn, actor, session_id, e.rel, project=project) if conn is not None else None
+        try:
+            rf, red, alt_red = _prepare(cache, e, mode=mode, task=task, intent=intent or session_task, raw=raw,
+                                        encoding=encoding, latest_hash=latest.content_hash if latest else None,
+                                        conv=conv, session_intent=session_task is not None)
+        except LeanCtxError as exc:  # a lines: range past this file's end, ...
+            entries[i] = Failed(e.rel, exc)
+            continue
         files.append(rf)
         redacted.append((red, alt_red))
+    failed = [e for e in entries if isinstance(e, Failed)]
+    if not files:
+        raise all_failed(failed)
     store = ArchiveStore.beside(lc.db)
     files = _foresee_cap(files, redacted, cap, encoding, store)
     cmd = RecordRead(files=files, fresh=fresh, raw=raw, cap_tokens=cap, encoding=encoding,
                      archive_root=str(store.root))
     res = lc.bus.dispatch(cmd, actor=actor, session_id=session_id, project=project, now=now)
-    return list(res.value)
+    answers = iter(list(res.value))
+    name, arg = _normalize_mode(mode)
+    requested = name if not arg else f"{name}:{arg}"
+    return [failure(e, requested, encoding) if isinstance(e, Failed) else next(answers) for e in entries]
+
+
+def _session_task(lc: Any, actor: str | None, session_id: str | None, project: str, root: str) -> str | None:
+    """The task of the caller's session (``session_id``, else ``default-<actor>``: where
+    ``lean-ctx session task`` writes it), if it has one in this project."""
+    if not (actor or session_id):
+        return None
+    sid = session_of(actor, session_id)
+    s = get_session(lc.projections.reader("sessions"), sid)
+    if s is None or not s.task or not s.task.strip() or (s.project and s.project not in (project, root)):
+        return None
+    return s.task.strip()

@@ -32,4 +32,6 @@ def test_the_real_engine_covers_the_read_modes_and_symbols() -> None:
     root = Path(views.__file__).resolve().parents[1] / "context"
     covered = {p.relative_to(root).as_posix() for p in root.rglob("*.py")}
     assert {"modes/outline.py", "modes/compact.py", "symbols/specs.py", "secrets.py"} <= covered
+    package = root.parent
+    assert all((package / rel).is_file() for rel in views._SHAPERS)  # decoding and file redaction too
     assert views.ENGINE == views._engine_fingerprint()

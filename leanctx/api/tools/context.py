@@ -1,17 +1,35 @@
 """Context-engine tools: ``ctx_read``, ``ctx_shell``, ``ctx_search``, ``ctx_tree``, ``ctx_edit``,
-``ctx_expand`` — thin wrappers over ``leanctx.ops``, acting as the caller in its session."""
+``ctx_expand`` — thin wrappers over ``leanctx.ops``, acting as the caller in its session.
+
+**Token counts** (read, shell, search, expand) use the caller's encoding spec: an MCP session's
+(its client's name or ``$LEAN_CTX_MODEL``: ``leanctx.api.mcp_session``), else, for callers
+without a session (HTTP ``/v1/tools``, ``lean-ctx call``), ``$LEAN_CTX_MODEL`` or the default
+``o200k_base``. The events record the spec that counted (their ``encoding`` field).
+
+**ctx_shell** runs ``command`` (a string, with ``bash -c``) or ``argv`` (a list, run directly):
+exactly one of them (``SHELL_COMMAND_AND_ARGV`` when both, ``SHELL_EMPTY_COMMAND`` when
+neither). ``env`` is what ``lean-ctx shell --env`` takes: ``NAME=VALUE`` items added to (or
+overriding) the environment the command inherits from the server (``SHELL_INVALID_ENV``
+otherwise). ``timeout`` defaults to ``DEFAULT_SHELL_TIMEOUT`` = 120 s, the default of the HTTP
+``POST /v1/context/shell`` too (and of Claude Code's own Bash tool), at most
+``MAX_SHELL_TIMEOUT`` = 600 s (``SHELL_INVALID_TIMEOUT``); past it the process group is killed
+and the exit code is 124.
+"""
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Annotated, Any
 
 import msgspec
 from msgspec import Meta
 
+from ...errors import InvalidInput
 from ..registry import Caller, tool
 
-DEFAULT_SHELL_TIMEOUT = 300.0  # seconds; an MCP call must not hang forever
+DEFAULT_SHELL_TIMEOUT = 120.0  # seconds; = leanctx.api.http.context.DEFAULT_SHELL_TIMEOUT
+MAX_SHELL_TIMEOUT = 600.0  # = leanctx.api.http.context.MAX_SHELL_TIMEOUT
 
 
 class _Args(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -21,6 +39,30 @@ class _Args(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 def _without(value: Any, *keys: str) -> dict[str, Any]:
     d = msgspec.to_builtins(value)
     return {k: v for k, v in d.items() if k not in keys and v not in (None, [], {})}
+
+
+def encoding_of(caller: Caller) -> str:
+    """The encoding spec of the caller's counts: its MCP session's, else ``$LEAN_CTX_MODEL``'s,
+    else the default (see the module doc)."""
+    from ...context.errors import ContextError
+    from ...context.tokens import tokenizer_for
+
+    try:
+        spec = getattr(caller.toolset, "encoding", None)
+        return spec if isinstance(spec, str) else tokenizer_for(None).spec
+    except ContextError as exc:  # a $LEAN_CTX_MODEL spec it cannot use
+        raise InvalidInput(exc.code, f"$LEAN_CTX_MODEL: {exc.message}") from None
+
+
+def env_pairs(items: list[str]) -> dict[str, str]:
+    """``NAME=VALUE`` items as a mapping, by the rules of ``lean-ctx shell --env``."""
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name or not name.replace("_", "a").isalnum() or name[0].isdigit():
+            raise InvalidInput("SHELL_INVALID_ENV", f"env takes NAME=VALUE items (e.g. RUST_LOG=debug), not {item!r}")
+        out[name] = value
+    return out
 
 
 # --- ctx_read ------------------------------------------------------------------------------
@@ -43,7 +85,7 @@ def ctx_read(lc: Any, caller: Caller, a: ReadArgs) -> dict[str, Any]:
 
     answers = read_files(lc, a.paths, mode=a.mode, fresh=a.fresh, task=a.task, intent=a.intent,
                          actor=caller.agent_id, session_id=caller.session_id, project=caller.project,
-                         cap_tokens=a.max_tokens)
+                         cap_tokens=a.max_tokens, encoding=encoding_of(caller))
     return {"text": "\n\n".join(x.text for x in answers), "files": [_without(x, "text") for x in answers]}
 
 
@@ -51,9 +93,11 @@ def ctx_read(lc: Any, caller: Caller, a: ReadArgs) -> dict[str, Any]:
 
 
 class ShellArgs(_Args):
-    command: Annotated[str, Meta(description="run with bash -c")]
+    command: Annotated[str | None, Meta(description="run with bash -c (or give argv)")] = None
+    argv: Annotated[list[str] | None, Meta(description="run directly, no shell (instead of command)")] = None
     cwd: Annotated[str | None, Meta(description="relative to the project root")] = None
-    timeout: float = DEFAULT_SHELL_TIMEOUT
+    timeout: Annotated[float, Meta(description=f"seconds, at most {MAX_SHELL_TIMEOUT:g}")] = DEFAULT_SHELL_TIMEOUT
+    env: Annotated[list[str], Meta(description="NAME=VALUE added to the environment")] = []
     raw: bool = False
 
 
@@ -63,9 +107,19 @@ archived (ctx_expand).""")
 def ctx_shell(lc: Any, caller: Caller, a: ShellArgs) -> dict[str, Any]:
     from ...ops.shell import run_shell
 
+    if a.command is not None and a.argv is not None:
+        raise InvalidInput("SHELL_COMMAND_AND_ARGV", "give command (a string run with bash -c) or argv (a list run"
+                           " directly), not both")
+    target: str | list[str] | None = a.command if a.command is not None else a.argv
+    if not target or (isinstance(target, str) and not target.strip()) or (isinstance(target, list) and not target[0]):
+        raise InvalidInput("SHELL_EMPTY_COMMAND", 'give command (a string run with bash -c, e.g. "git status") or argv'
+                           ' (a list run directly, e.g. ["git", "status"])')
+    if not (math.isfinite(a.timeout) and 0 < a.timeout <= MAX_SHELL_TIMEOUT):
+        raise InvalidInput("SHELL_INVALID_TIMEOUT", f"timeout must be above 0 and at most {MAX_SHELL_TIMEOUT:g} seconds")
+    env = env_pairs(a.env)
     cwd = caller.project if not a.cwd else os.path.join(caller.project, a.cwd)
-    r = run_shell(lc, a.command, cwd=cwd, timeout=a.timeout, raw=a.raw, actor=caller.agent_id,
-                  session_id=caller.session_id, project=caller.project)
+    r = run_shell(lc, target, cwd=cwd, timeout=a.timeout, env_passthrough=env, raw=a.raw, actor=caller.agent_id,
+                  session_id=caller.session_id, project=caller.project, encoding=encoding_of(caller))
     return {"text": r.text, **_without(r, "text", "command", "encoding"), "exit_code": r.exit_code}
 
 
@@ -85,7 +139,7 @@ def ctx_search(lc: Any, caller: Caller, a: SearchArgs) -> dict[str, Any]:
     from ...ops.search import search
 
     ans = search(lc, caller.project, a.query, method=a.method, limit=a.limit, glob=a.glob, actor=caller.agent_id,
-                 session_id=caller.session_id)
+                 session_id=caller.session_id, encoding=encoding_of(caller))
     out = _without(ans, "text", "index", "hits")
     out["hits"] = [{"path": h.path, "line": h.line} for h in ans.hits]
     return {"text": ans.text, **out}
@@ -147,5 +201,5 @@ def ctx_expand(lc: Any, caller: Caller, a: ExpandArgs) -> dict[str, Any]:
     from ...ops.shell import expand
 
     e = expand(lc, a.archive_id, a.head, a.tail, a.lines, a.grep, max_tokens=a.max_tokens, actor=caller.agent_id,
-               session_id=caller.session_id, project=caller.project)
+               session_id=caller.session_id, project=caller.project, encoding=encoding_of(caller))
     return {"text": e.text, **_without(e, "text")}

@@ -26,7 +26,12 @@ class FileRead(Event, tag="file.read"):
     archive_id: str | None = None  # set when the answer was capped and the rest archived
     redactions: int = 0
     session_id: str | None = None
-    encoding: str = "o200k_base"
+    encoding: str = "o200k_base"  # the encoding spec that counted (cl100k_base*1.1: with a correction)
+    # capped answers only (else None, as on events written before these fields): the tokens of
+    # the whole view the answer was cut from, and of the part of it left out and archived, not
+    # sent (the ``~N tokens`` of the cap notice). A cap defers content, it does not compress it.
+    view_tokens: int | None = None
+    deferred_tokens: int | None = None
 
 
 class ShellRan(Event, tag="shell.ran"):

@@ -1,0 +1,167 @@
+"""Assignments of secrets: quoted values with spaces, ``;`` or ``,``, unquoted values up to
+whitespace, config lines of several words, in the forms of ``.env``, shell, YAML, JSON, TOML,
+INI and code; and what is left alone. Then the proof through the real CLI: a file holding
+every form is read (and cat through ``lean-ctx shell``), and no planted value reaches a byte of
+the data directory (the database, its WAL, the archives)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from leanctx.context.secrets import redact
+
+LEAN_CTX = str(Path(sys.executable).with_name("lean-ctx"))
+
+# (line, the secret value in it): every value must be gone from the redacted text
+SECRET_FORMS = [
+    ('DB_PASSWORD = "correct horse battery"', "correct horse battery"),
+    ("ADMIN_PASSWORD=ab;cdLEAKONE", "ab;cdLEAKONE"),
+    ("ADMIN_PASSWORD=ab,cd,LEAKTWO", "ab,cd,LEAKTWO"),
+    ("export DB_PASSWORD='correct horse staple'", "correct horse staple"),
+    ("export API_KEY=Zq8;w3,LEAKTHREE", "Zq8;w3,LEAKTHREE"),
+    ('export STRIPE_SECRET="semi;colon, comma value"', "semi;colon, comma value"),
+    ("password: yaml horse battery", "yaml horse battery"),
+    ("  db_password: indented yaml words  # the prod one", "indented yaml words"),
+    ('  password: "quoted yaml, with; stuff"', "quoted yaml, with; stuff"),
+    ("- DB_PASSWORD=compose secret value", "compose secret value"),
+    ('{"password": "json pass, with comma; and semi"}', "json pass, with comma; and semi"),
+    (r'{"client_secret": "esc\"aped quote inside"}', r'esc\"aped quote inside'),
+    ("password = 'toml literal pass'", "toml literal pass"),
+    ('api_key = "toml basic; string"', "toml basic; string"),
+    ("password = ini style pass word", "ini style pass word"),
+    ("DB_PASSWORD=dotenv unquoted words", "dotenv unquoted words"),
+    ('connect(password="hunter two three", user="x")', "hunter two three"),
+    ("PASSWORD = b'bytes secret value'", "bytes secret value"),
+    ('apiKey := "go style secret"', "go style secret"),
+    ("curl https://x.test/v1?api_key=QueryLEAKFOUR&page=2", "QueryLEAKFOUR&page=2"),
+    ("run --password=Cli;LEAKFIVE --verbose", "Cli;LEAKFIVE"),
+    ('PASSWORD="never closed quote runs on', "never closed quote runs on"),
+    ("ADMIN_PASSWORD=ab;cdLEAKSIX;", "ab;cdLEAKSIX"),
+]
+
+# lines that must come out unchanged
+NOT_SECRETS = [
+    "PASSWORD_MIN_LENGTH = 8",
+    "TOKEN_TTL = 3600",
+    "API_KEY_HEADER = 'X-Api-Key'",  # the name does not end with a secret suffix
+    "def connect(password: str, api_key: str) -> None:",
+    "    self.password = password",
+    "    conn = connect(password=password, user=user)",
+    '    API_KEY = os.environ["API_KEY"]',
+    '    token_secret = os.getenv("TOKEN_SECRET", "")',
+    "    idempotency_key: str | None",
+    "    use_key = key is not None",
+    "    password: The password part of the URL, or omit for no password.",
+    "GITHUB_TOKEN=${GITHUB_TOKEN}",
+    "API_KEY=<your key here>",
+    "SECRET_KEY=changeme",
+    'cache_key = f"{user}:{item}"',
+    "_NOT_SECRET_KEY = ('.env.example', '.env.sample')",
+    "if value_token := next(tokens):",
+    'PRIMARY_KEY = "id"',
+]
+
+
+@pytest.mark.parametrize(("line", "secret"), SECRET_FORMS, ids=[s for _, s in SECRET_FORMS])
+def test_secret_forms_are_redacted_whole(line: str, secret: str) -> None:
+    r = redact(line + "\nafter = 1\n")
+    # exactly the value goes, whole; the name, the quotes and the next line stay
+    assert r.text == line.replace(secret, "[REDACTED:assignment]") + "\nafter = 1\n"
+    assert r.found == [secret] and r.kinds == ["assignment"]
+
+
+def test_what_surrounds_the_value_is_kept() -> None:
+    text = ('DB_PASSWORD = "correct horse battery"  # shared\n'
+            "  password: yaml horse battery  # comment stays\n"
+            "call(api_key=Abcd;efgh, retries=3)\n")
+    assert redact(text).text == ('DB_PASSWORD = "[REDACTED:assignment]"  # shared\n'
+                                 "  password: [REDACTED:assignment]  # comment stays\n"
+                                 "call(api_key=[REDACTED:assignment], retries=3)\n")
+
+
+@pytest.mark.parametrize("line", NOT_SECRETS)
+def test_obvious_non_secrets_are_left_alone(line: str) -> None:
+    r = redact(line + "\n")
+    assert (r.text, r.count) == (line + "\n", 0)
+
+
+def test_provider_tokens_inside_quotes_keep_their_kind() -> None:
+    r = redact('OPENAI_API_KEY="sk-proj-abcdefghijklmnopqrstuvwxyz012345"\n')
+    assert r.text == 'OPENAI_API_KEY="[REDACTED:openai_key]"\n' and r.kinds == ["openai_key"]
+
+
+# --- through the real CLI: nothing planted reaches the data directory ------------------------------
+
+PLANTED = {
+    "quoted_spaces": "correct horse battery LEAK1",
+    "unquoted_semicolon": "ab;cdLEAK2",
+    "unquoted_commas": "ab,cd,LEAK3",
+    "yaml_words": "yaml horse battery LEAK4",
+    "json_commas": "json pass, with; LEAK5",
+    "toml_single": "toml literal LEAK6",
+    "shell_export": "export quoted LEAK7",
+    "ini_words": "ini style LEAK8",
+}
+
+
+def _config() -> str:
+    p = PLANTED
+    lines = [
+        f'DB_PASSWORD = "{p["quoted_spaces"]}"',
+        f"ADMIN_PASSWORD={p['unquoted_semicolon']}",
+        f"BACKUP_PASSWORD={p['unquoted_commas']}",
+        f"password: {p['yaml_words']}",
+        f'{{"client_secret": "{p["json_commas"]}"}}',
+        f"api_key = '{p['toml_single']}'",
+        f"export DEPLOY_TOKEN='{p['shell_export']}'",
+        f"smtp_password = {p['ini_words']}",
+    ]
+    filler = [f"setting_{i} = {i * 7 % 13}  # tuning knob {i}" for i in range(900)]
+    return "\n".join(filler[:20] + lines + filler[20:] + lines) + "\n"
+
+
+def _cli(home: Path, project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LEAN_CTX_")}
+    env.update(LEAN_CTX_HOME=str(home), LEAN_CTX_DB=str(home / "data" / "events.db"), LEAN_CTX_NO_DAEMON="1",
+               LEAN_CTX_AGENT_ID="secret-tester")
+    return subprocess.run([LEAN_CTX, *args], check=False, capture_output=True, text=True, env=env, cwd=project, timeout=120)
+
+
+@pytest.mark.timeout(180)
+def test_quoted_and_unquoted_secrets_never_reach_the_db_or_the_archives(tmp_path: Path) -> None:
+    project, home = tmp_path / "proj", tmp_path / "home"
+    project.mkdir()
+    (project / ".git").mkdir()
+    (project / "deploy.conf").write_text(_config())
+    outputs = [
+        _cli(home, project, "read", "deploy.conf", "--mode", "full", "--json", "--session", "s1"),
+        _cli(home, project, "read", "deploy.conf", "--mode", "full", "--json", "--session", "s2",
+             "--max-tokens", "600"),  # capped: the whole view goes to an archive
+        _cli(home, project, "read", "deploy.conf", "--mode", "aggressive", "--json", "--session", "s3"),
+        _cli(home, project, "shell", "--json", "--", "cat", "deploy.conf"),
+    ]
+    for p in outputs:
+        assert p.returncode == 0, p.stderr
+        for secret in PLANTED.values():
+            assert secret not in p.stdout, secret
+    capped = json.loads(outputs[1].stdout)
+    capped = capped[0] if isinstance(capped, list) else capped
+    assert capped["capped"] and capped["archive_id"] and capped["redactions"] >= 2 * len(PLANTED)
+    data = home / "data"
+    archives = sorted((data / "archives").glob("*"))
+    assert archives, "no archive was written: the byte check below would be vacuous"
+    kept = [p for p in data.rglob("*") if p.is_file()]
+    assert data / "events.db" in kept
+    joined = b"".join(p.read_bytes() for p in kept)
+    assert b"[REDACTED:assignment]" in joined
+    for path in kept:
+        raw = path.read_bytes()
+        for kind, secret in PLANTED.items():
+            for part in (secret, secret.split()[-1]):  # the whole value, and its distinctive LEAKn tail
+                assert part.encode() not in raw, f"{kind} ({part!r}) found in {path.relative_to(home)}"

@@ -210,10 +210,12 @@ class _Answer(msgspec.Struct):
     archive: ArchiveInfo | None
     scent: str | None
     warning: str | None = None
+    deferred: int | None = None  # a capped answer: tokens of the view left in the archive
 
 
 def _compose(cmd: RecordRead, f: ReadFile, view: ReadView, head: str, scent: str | None,
-             remaining: int, archives: ArchiveStore | None) -> tuple[str, int, bool, ArchiveInfo | None]:
+             remaining: int, archives: ArchiveStore | None) -> tuple[str, int, bool, ArchiveInfo | None, int | None]:
+    """The answer for one file: (text, tokens, capped, archive, deferred tokens when capped)."""
     enc = cmd.encoding
     base: list[str] = [view.detail] if view.detail else []
 
@@ -230,7 +232,7 @@ def _compose(cmd: RecordRead, f: ReadFile, view: ReadView, head: str, scent: str
         rest += "\n" + "\n".join(tail)
     text, n = _with_count(_header(head, view.label, f.lines, extras(body)), rest, enc)
     if n <= remaining:
-        return text, n, False, None
+        return text, n, False, None, None
     # past the cap: send the head of the view, the whole view is in the archive
     info = view.archive
     if info is None:  # the operation did not foresee it (cannot happen with its conservative pass)
@@ -271,7 +273,7 @@ def _compose(cmd: RecordRead, f: ReadFile, view: ReadView, head: str, scent: str
     while n > remaining and k > 0:  # the estimate was short: step back
         k = _cut(cum, max(0, (cum[k - 1] if k else 0) - (n - remaining) - 1))
         text, n = build(k)
-    return text, n, True, info
+    return text, n, True, info, max(0, view.tokens - (cum[k - 1] if k else 0))
 
 
 def _diff_refused(ctx: CommandContext, path: str, base: str) -> str | None:
@@ -337,8 +339,8 @@ def record(ctx: CommandContext, cmd: RecordRead) -> list[ReadAnswer]:
             n = count_tokens(text, cmd.encoding)
             done.append(_Answer(f, view, text, n, ref, True, False, None, scent))
         else:
-            text, n, capped, info = _compose(cmd, f, view, head, scent, allowed, archives)
-            done.append(_Answer(f, view, text, n, ref, False, capped, info, scent))
+            text, n, capped, info, deferred = _compose(cmd, f, view, head, scent, allowed, archives)
+            done.append(_Answer(f, view, text, n, ref, False, capped, info, scent, deferred=deferred))
         remaining = max(0, remaining - n)
 
     total = sum(a.tokens for a in done)
@@ -372,7 +374,8 @@ def record(ctx: CommandContext, cmd: RecordRead) -> list[ReadAnswer]:
             FileRead(path=f.path, mode=a.view.mode, requested_mode=f.requested_mode, content_hash=f.content_hash,
                      lines=f.lines, raw_tokens=f.raw_tokens, sent_tokens=a.tokens, stub=a.stub, fresh=cmd.fresh,
                      ref=a.ref, archive_id=a.archive.archive_id if a.archive else None, redactions=f.redactions,
-                     session_id=session, encoding=cmd.encoding),
+                     session_id=session, encoding=cmd.encoding,
+                     view_tokens=a.view.tokens if a.capped else None, deferred_tokens=a.deferred if a.capped else None),
         )
         if a.archive is not None:
             ai = a.archive

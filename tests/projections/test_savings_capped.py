@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from leanctx.app import LeanCtx
-from leanctx.events import NewEvent
+from leanctx.events import NewEvent, TopicFilter
 from leanctx.events.kinds.context import ArchiveCreated, ArchiveExpanded, FileRead
 from leanctx.projections import savings as sv
 from tools.replay import replay
@@ -169,6 +169,12 @@ def test_gain_does_not_count_a_capped_reads_rest_as_saved(tmp_path: Path) -> Non
     assert t["raw_tokens_recorded"] == read["raw_tokens"] and t["sent_tokens"] == read["sent_tokens"]
     assert t["saved_tokens"] <= 0 and t["raw_tokens"] <= t["sent_tokens"]  # was: ~70% "saved"
     assert t["deferred_tokens"] >= read["raw_tokens"] - read["sent_tokens"] > 0
+    # the read event carries the view's size and what it left in the archive (not the old fallback)
+    with LeanCtx(tmp_path / "home" / "events.db") as app:
+        ev = app.store.read_all(0, filter=TopicFilter(kinds=("file.read",)))[-1].to_dict()["payload"]
+    assert ev["view_tokens"] > ev["deferred_tokens"] > 0 and ev["archive_id"]
+    covered = ev["raw_tokens"] * (ev["view_tokens"] - ev["deferred_tokens"]) // ev["view_tokens"]
+    assert t["deferred_tokens"] == ev["raw_tokens"] - covered
     # the conversation expands the rest: it is counted then, and nothing is deferred any more
     m = re.search(r"lean-ctx expand (A[0-9a-f]+) --lines (\d+-\d+)\]", read["text"])
     assert m, read["text"][-400:]

@@ -41,9 +41,10 @@ REDACTED = "[REDACTED:{kind}]"
 
 # (kind, pattern). Order matters: specific provider formats first, generic assignment last.
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    # a block without its END line (a truncated paste, ``head`` of a key file) runs to the end
     ("private_key", re.compile(
-        r"-----BEGIN (?:RSA |EC |DSA |OPENSSH |PGP |ENCRYPTED )?PRIVATE KEY(?: BLOCK)?-----"
-        r"[\s\S]*?-----END (?:RSA |EC |DSA |OPENSSH |PGP |ENCRYPTED )?PRIVATE KEY(?: BLOCK)?-----")),
+        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
+        r"(?:[\s\S]*?-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|[\s\S]*\Z)")),
     ("aws_access_key", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b")),
     ("github_token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b")),
     ("gitlab_token", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}\b")),

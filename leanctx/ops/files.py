@@ -34,7 +34,7 @@ from pathlib import Path
 
 import msgspec
 
-from ..context.secrets import redact
+from ..context.secrets import _PATTERNS, redact
 
 SKIP_DIRS = frozenset({
     ".git", ".hg", ".svn", "node_modules", ".venv", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache",
@@ -322,9 +322,7 @@ def read_text(root: str, rel: str, max_bytes: int = MAX_FILE_BYTES) -> str | Non
 
 # --- redaction that keeps line numbers --------------------------------------------------------
 
-_KEY_BLOCK = re.compile(
-    r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|[\s\S]*\Z)"
-)
+_KEY_BLOCK = dict(_PATTERNS)["private_key"]  # one rule for every caller (an unterminated block too)
 
 
 def redact_text(text: str) -> tuple[str, int]:

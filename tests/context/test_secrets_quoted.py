@@ -165,3 +165,14 @@ def test_quoted_and_unquoted_secrets_never_reach_the_db_or_the_archives(tmp_path
         for kind, secret in PLANTED.items():
             for part in (secret, secret.split()[-1]):  # the whole value, and its distinctive LEAKn tail
                 assert part.encode() not in raw, f"{kind} ({part!r}) found in {path.relative_to(home)}"
+
+
+@pytest.mark.parametrize("head", ["OPENSSH", "RSA", "EC", "ENCRYPTED", "PGP", ""])
+def test_a_private_key_block_without_its_end_line_is_redacted_to_the_end(head: str) -> None:
+    """Every caller of ``redact`` (search snippets, expand, shell) gets the same rule as reads:
+    a block cut before its END line (``head -3 id_rsa``, a truncated paste) is a secret too."""
+    begin = f"-----BEGIN {head + ' ' if head else ''}PRIVATE KEY-----"
+    r = redact(f"before\n{begin}\nAAAAB3NzaLEAKONE\nLEAKTWOxyz\n")
+    assert r.text == "before\n[REDACTED:private_key]" and r.count == 1
+    closed = redact(f"x {begin}\nLEAK\n-----END {head + ' ' if head else ''}PRIVATE KEY----- after")
+    assert closed.text == "x [REDACTED:private_key] after"  # a closed block stops at its END

@@ -10,7 +10,8 @@ lines that fit (and, with ``tail_tokens``, the last few lines too), the notice t
 sent. When not even the first line fits, that line is cut by characters (``Cut.chars``), so
 an over-long single line (a minified file) is sent in part rather than not at all. The whole
 text returned, notice included, is at most ``cap`` tokens (the tokenizer's count of exactly
-that text).
+that text, in the encoding spec given: ``cl100k_base*1.1`` counts with Gemini's correction, so
+per-line costs and the character cut of a long line apply that factor too).
 """
 
 from __future__ import annotations
@@ -61,30 +62,16 @@ def _count(text: str, encoding: str) -> int:
 
 def _costs(lines: Sequence[str], encoding: str) -> list[int]:
     """The count of each line with its newline (an encoding spec's factor applied)."""
-    pieces = [ln + "\n" for ln in lines]
-    try:
-        from ..context.tokens import token_costs
-    except ImportError:  # a tokenizer without encoding specs: plain encoding names
-        from ..context.tokens import get_encoding
+    from ..context.tokens import token_costs
 
-        return [len(t) for t in get_encoding(encoding).encode_ordinary_batch(pieces)]
-    return token_costs(pieces, encoding)
-
-
-def _base_budget(budget: int, encoding: str) -> int:
-    """``budget`` counted tokens as tokens of the spec's base encoding (ids to slice)."""
-    try:
-        from ..context.tokens import base_budget
-    except ImportError:
-        return budget
-    return base_budget(budget, encoding)
+    return token_costs([ln + "\n" for ln in lines], encoding)
 
 
 def char_prefix(text: str, budget: int, encoding: str) -> int:
     """How many leading characters of ``text`` fit in ``budget`` tokens (at least 0)."""
-    from ..context.tokens import get_encoding
+    from ..context.tokens import base_budget, get_encoding
 
-    budget = _base_budget(budget, encoding)
+    budget = base_budget(budget, encoding)  # the spec's factor: counted tokens → ids of its base encoding
     if budget <= 0 or not text:
         return 0
     enc = get_encoding(encoding)

@@ -23,7 +23,9 @@ For each path, outside the transaction:
    (``leanctx.cache.views``, keyed by content hash, mode and options, shared by every agent of
    the project). ``raw`` views are rendered from the real text and never cached.
 6. **the cap**: views that may not fit under the answer cap are archived (redacted) beforehand,
-   so that the handler can send their head and point at the rest.
+   with the running token counts of their lines, so that the handler can send their head and
+   point at the rest. Every count is in the call's encoding spec, its correction factor
+   applied (``cl100k_base*1.1``: ``leanctx.context.tokens.cumulative_tokens``).
 
 ``diff`` renders against the redacted text of the version this conversation last received
 (its content hash from the ``deliveries`` projection, its text from the cache); without one,
@@ -65,7 +67,7 @@ from ..context.errors import ContextError
 from ..context.modes import parse_ranges
 from ..context.modes import read as render
 from ..context.modes.auto import SESSION_TASK, intent_label
-from ..context.tokens import DEFAULT_ENCODING, count_tokens, get_encoding
+from ..context.tokens import DEFAULT_ENCODING, count_tokens, cumulative_tokens
 from ..errors import InvalidInput, LeanCtxError
 from ..paths import PathRefused, workspace_root
 from ..projections.deliveries import latest_delivery
@@ -266,17 +268,12 @@ def _file(f: Loaded, blob: Blob, requested: str, view: ReadView, alt: ReadView |
 
 
 def _cumulative(body: str, encoding: str) -> list[int]:
+    """Running token counts of the body's lines (each with its newline), in the encoding spec
+    ``encoding``, its correction factor applied (the handler cuts the view with them)."""
     b = body.removesuffix("\n")
     if not b:
         return []
-    lines = [ln + "\n" for ln in b.split("\n")]
-    counts = get_encoding(encoding).encode_ordinary_batch(lines)
-    out: list[int] = []
-    acc = 0
-    for c in counts:
-        acc += len(c)
-        out.append(acc)
-    return out
+    return cumulative_tokens([ln + "\n" for ln in b.split("\n")], encoding)
 
 
 def _archive(store: ArchiveStore, v: View, encoding: str) -> ArchiveInfo:

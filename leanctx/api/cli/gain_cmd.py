@@ -1,4 +1,9 @@
-"""``lean-ctx gain``: the savings report (tables per dimension, a per-day chart, totals)."""
+"""``lean-ctx gain``: the savings report (tables per dimension, a per-day chart, totals).
+
+The tables get a ``deferred`` column when a row has deferred tokens: the raw tokens of capped
+reads left in their archive and not expanded since (``SavingsRow.deferred_tokens``), counted
+neither as saved nor as sent. The tokenizer note names the encodings that counted, a
+correction factor as ``×F`` (``cl100k_base*1.1`` → ``cl100k×1.1``)."""
 
 from __future__ import annotations
 
@@ -30,20 +35,28 @@ def _pct(p: float | None) -> str:
     return "-" if p is None else f"{p:.1f}%"
 
 
+def _encoding_label(spec: str) -> str:
+    """``o200k_base`` → ``o200k``; ``cl100k_base*1.1`` → ``cl100k×1.1``."""
+    name, star, factor = spec.partition("*")
+    short = _ENCODING_NAMES.get(name.strip(), name.strip())
+    return f"{short}×{factor.strip()}" if star else short
+
+
 def tokenizer_note(encodings: list[str]) -> str:
-    names = [_ENCODING_NAMES.get(e, e) for e in encodings] or ["o200k"]
+    names = list(dict.fromkeys(_encoding_label(e) for e in encodings)) or ["o200k"]
     return f"{'+'.join(names)}, real token counts"
 
 
 def _table(title: str, rows: list[Any], totals: Any, dims: list[str]) -> str:
     from .render import table
 
-    cols = [*dims, "calls", "raw", "sent", "saved", "saved%", "bounces", "wasted"]
+    deferred = any(r.deferred_tokens for r in [*rows, totals])  # capped reads' rest, neither saved nor sent
+    cols = [*dims, "calls", "raw", "sent", "saved", "saved%", *(["deferred"] if deferred else []), "bounces", "wasted"]
     out = []
     for r in [*rows, totals]:
         d = {dim: (r.group.get(dim, "") if r.group else ("total" if i == 0 else "")) for i, dim in enumerate(dims)}
         d.update(calls=_num(r.calls), raw=_num(r.raw_tokens), sent=_num(r.sent_tokens), saved=_num(r.saved_tokens),
-                 bounces=_num(r.bounces), wasted=_num(r.wasted_tokens))
+                 bounces=_num(r.bounces), wasted=_num(r.wasted_tokens), deferred=_num(r.deferred_tokens))
         d["saved%"] = _pct(r.savings_pct)
         out.append(d)
     for c in cols[len(dims):]:  # right-align the numbers (render.table left-justifies cells)
@@ -175,7 +188,9 @@ def gain_cmd(
     parts.append(
         f"total: {_num(t.calls)} calls · raw {_num(t.raw_tokens)} · sent {_num(t.sent_tokens)} · "
         f"saved {_num(t.saved_tokens)} ({_pct(t.savings_pct)}) · {_num(t.bounces)} bounce{'' if t.bounces == 1 else 's'} "
-        f"({_num(t.wasted_tokens)} wasted) · {note}"
+        f"({_num(t.wasted_tokens)} wasted) · "
+        + (f"{_num(t.deferred_tokens)} deferred (capped reads' archived rest) · " if t.deferred_tokens else "")
+        + note
     )
     sys.stdout.write("\n".join(parts) + "\n")
 

@@ -1,4 +1,7 @@
-"""``lean-ctx read PATH...``: read files compressed, as an agent would through ctx_read."""
+"""``lean-ctx read PATH...``: read files compressed, as an agent would through ctx_read.
+
+Token counts use ``$LEAN_CTX_MODEL`` (a model name such as ``gemini-2.5-pro``, or an encoding
+spec such as ``cl100k_base*1.1``; default ``o200k_base``); ``file.read`` records it."""
 
 from __future__ import annotations
 
@@ -47,6 +50,7 @@ def read_cmd(
     the same conversation get a short stub; past the cap the rest is archived."""
     from ...identity import agent_identity, session_identity
     from ...ops.read import read_files
+    from ..tools.context import encoding_of
 
     st = state(ctx)
     lc = st.open()
@@ -62,6 +66,7 @@ def read_cmd(
         session_id=session or session_identity(),
         project=st.project_root(),
         cap_tokens=max_tokens,
+        encoding=encoding_of(),
     )
     if st.want_json(json_):
         for a in answers:

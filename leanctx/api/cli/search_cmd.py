@@ -1,4 +1,7 @@
-"""``lean-ctx search``, ``lean-ctx tree`` and ``lean-ctx edit`` (top-level verbs)."""
+"""``lean-ctx search``, ``lean-ctx tree`` and ``lean-ctx edit`` (top-level verbs).
+
+``search`` counts tokens with ``$LEAN_CTX_MODEL`` (a model name or an encoding spec; default
+``o200k_base``); ``search.ran`` records it."""
 
 from __future__ import annotations
 
@@ -47,6 +50,7 @@ def search_cmd(
     from ...errors import InvalidInput
     from ...identity import agent_identity
     from ...ops.search import search
+    from ..tools.context import encoding_of
 
     st = state(ctx)
     chosen = [m for m, on in (("regex", regex_), ("bm25", bm25), ("semantic", semantic)) if on]
@@ -54,7 +58,7 @@ def search_cmd(
         raise InvalidInput("SEARCH_METHOD_CONFLICT", "pick one of --regex, --bm25, --semantic (or none: fused)")
     lc = st.open()
     ans = search(lc, st.project_root(), query, method=chosen[0] if chosen else "auto", limit=limit, glob=path,
-                 actor=agent_identity(), session_id=_session(session))
+                 actor=agent_identity(), session_id=_session(session), encoding=encoding_of())
     if st.want_json(json_):
         emit_json(ans)
         return

@@ -3,6 +3,10 @@
 ``lean-ctx shell [--cwd D] [--timeout S] [--raw] [--env NAME=VALUE] [--json] -- CMD...`` runs
 CMD (several words: an argv; one word: a string for ``bash -c``), prints its compressed,
 secret-redacted output and exits with CMD's exit code (124 on a timeout).
+
+Token counts (shell, compress, expand) use ``$LEAN_CTX_MODEL`` (a model name such as
+``gemini-2.5-pro``, or an encoding spec such as ``cl100k_base*1.1``; default ``o200k_base``);
+the events record it in their ``encoding`` field.
 """
 
 from __future__ import annotations
@@ -24,8 +28,10 @@ SESSION = typer.Option(
 
 def _who(st, session: Optional[str]) -> dict:  # type: ignore[no-untyped-def]
     from ...identity import agent_identity
+    from ..tools.context import encoding_of
 
-    return {"actor": agent_identity(), "session_id": session or None, "project": st.project_root()}
+    return {"actor": agent_identity(), "session_id": session or None, "project": st.project_root(),
+            "encoding": encoding_of()}
 
 
 def _env_pairs(items: list[str]) -> dict[str, str]:

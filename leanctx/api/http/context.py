@@ -9,7 +9,13 @@ operations. Secrets are redacted (``raw`` reads are not served over HTTP).
 allows it (``allow_exec``: by default on a loopback bind, off beyond it; ``--allow-exec`` /
 ``--no-exec``); otherwise ``403 HTTP_EXEC_DISABLED``. Whoever holds the bearer token of a
 server with exec allowed can run commands as the server's user: the same power as the MCP
-tools mounted at ``/mcp``.
+tools mounted at ``/mcp``. ``shell`` shares the MCP tool's rules (``leanctx.api.tools.context``):
+the default and maximum timeout, ``env`` (``NAME=VALUE`` items, ``SHELL_INVALID_ENV``) and the
+``cwd`` jail (``SHELL_CWD_OUTSIDE_PROJECT``).
+
+Token counts (read, search, expand, shell) use ``$LEAN_CTX_MODEL`` of the server's environment
+(a model name or an encoding spec; default ``o200k_base``), as for any caller without an MCP
+session; the events record it in their ``encoding`` field.
 
 ``GET /v1/context/summary``: savings totals (the ``gain`` report), agents by status, open
 tasks, and the log's head.
@@ -18,7 +24,6 @@ tasks, and the log's head.
 from __future__ import annotations
 
 import math
-import os
 from typing import Any, Union
 
 import msgspec
@@ -29,14 +34,18 @@ from ...errors import InvalidInput
 from ...projections.agents import list_agents, status_counts
 from ...projections.savings import SavingsRow, report
 from ...projections.tasks import STATUSES, TERMINAL, list_tasks
+from ..tools.context import (
+    DEFAULT_SHELL_TIMEOUT,
+    MAX_SHELL_TIMEOUT,
+    encoding_of,
+    env_pairs,
+    shell_cwd,
+)
 from .bodies import convert, json_body
 from .responses import JSON, HttpError
 from .routes import AGENT, RouteSpec
 from .security import require_agent
 from .state import ServerState, session_of, srv
-
-MAX_SHELL_TIMEOUT = 600.0
-DEFAULT_SHELL_TIMEOUT = 120.0
 
 
 class ReadBody(msgspec.Struct, kw_only=True):
@@ -74,6 +83,7 @@ class ShellBody(msgspec.Struct, kw_only=True):
     command: Union[list[str], str]  # an argv, or a string run with bash -c
     cwd: str | None = None  # inside the project (default: its root)
     timeout: float = DEFAULT_SHELL_TIMEOUT
+    env: list[str] = []  # NAME=VALUE added to the environment the command inherits
     raw: bool = False  # uncompressed (secrets still redacted)
 
 
@@ -101,7 +111,7 @@ async def read(request: Request) -> Response:
         raise InvalidInput("READ_INVALID_CAP", "max_tokens must be at least 1")
     answers = await st.run(read_files, st.lc, paths, mode=b.mode, fresh=b.fresh, task=b.task, intent=b.intent,
                            raw=False, actor=agent, session_id=session, project=st.project_root, now=st.now(),
-                           cap_tokens=b.max_tokens)
+                           cap_tokens=b.max_tokens, encoding=encoding_of())
     return JSON({"files": answers})
 
 
@@ -110,7 +120,7 @@ async def search(request: Request) -> Response:
 
     st, agent, session, b = await _prepare(request, SearchBody)
     ans = await st.run(run_search, st.lc, st.project_root, b.query, method=b.method, limit=b.limit, glob=b.glob,
-                       actor=agent, session_id=session, now=st.now())
+                       actor=agent, session_id=session, now=st.now(), encoding=encoding_of())
     return JSON(ans)
 
 
@@ -129,7 +139,7 @@ async def expand(request: Request) -> Response:
         raise InvalidInput("EXPAND_INVALID_CAP", "max_tokens must be at least 1")
     return JSON(await st.run(run_expand, st.lc, b.archive_id, head=b.head, tail=b.tail, lines=b.lines, grep=b.grep,
                              max_tokens=b.max_tokens, actor=agent, session_id=session, project=st.project_root,
-                             now=st.now()))
+                             now=st.now(), encoding=encoding_of()))
 
 
 def _exec_guard(st: ServerState) -> None:
@@ -141,7 +151,6 @@ def _exec_guard(st: ServerState) -> None:
 
 async def shell(request: Request) -> Response:
     from ...ops.shell import run_shell
-    from ...paths import PathRefused, normalize
 
     st = srv(request)
     _exec_guard(st)
@@ -151,16 +160,11 @@ async def shell(request: Request) -> Response:
                            f"timeout must be above 0 and at most {MAX_SHELL_TIMEOUT:g} seconds")
     if isinstance(b.command, list) and (not b.command or any(not a for a in b.command)):
         raise InvalidInput("SHELL_INVALID_COMMAND", "command must be a non-empty argv of non-empty strings")
-    cwd = st.project_root
-    if b.cwd is not None and b.cwd.strip() not in ("", "."):
-        try:
-            rel = normalize(b.cwd, st.project_root, invalid_code="SHELL_INVALID_CWD",
-                            outside_code="SHELL_CWD_OUTSIDE_PROJECT", allow_root=True)
-        except PathRefused as exc:
-            raise InvalidInput(exc.code, exc.message) from None
-        cwd = os.path.join(os.path.realpath(st.project_root), rel.path)
-    r = await st.run(run_shell, st.lc, b.command, cwd=cwd, timeout=b.timeout, raw=b.raw, actor=agent,
-                     session_id=session, project=st.project_root, now=st.now())
+    env = env_pairs(b.env)
+    cwd = shell_cwd(st.project_root, b.cwd)
+    r = await st.run(run_shell, st.lc, b.command, cwd=cwd, timeout=b.timeout, env_passthrough=env, raw=b.raw,
+                     actor=agent, session_id=session, project=st.project_root, now=st.now(),
+                     encoding=encoding_of())
     return JSON({f: getattr(r, f) for f in r.__struct_fields__} | {"saved_tokens": r.saved_tokens})
 
 

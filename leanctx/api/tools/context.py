@@ -13,7 +13,9 @@ overriding) the environment the command inherits from the server (``SHELL_INVALI
 otherwise). ``timeout`` defaults to ``DEFAULT_SHELL_TIMEOUT`` = 120 s, the default of the HTTP
 ``POST /v1/context/shell`` too (and of Claude Code's own Bash tool), at most
 ``MAX_SHELL_TIMEOUT`` = 600 s (``SHELL_INVALID_TIMEOUT``); past it the process group is killed
-and the exit code is 124.
+and the exit code is 124. ``cwd`` must stay inside the project (:func:`shell_cwd`, shared with
+the HTTP ``POST /v1/context/shell``): ``..`` that climbs out, an absolute path elsewhere or a
+symlink resolving outside is refused with ``SHELL_CWD_OUTSIDE_PROJECT``.
 """
 
 from __future__ import annotations
@@ -28,8 +30,8 @@ from msgspec import Meta
 from ...errors import InvalidInput
 from ..registry import Caller, tool
 
-DEFAULT_SHELL_TIMEOUT = 120.0  # seconds; = leanctx.api.http.context.DEFAULT_SHELL_TIMEOUT
-MAX_SHELL_TIMEOUT = 600.0  # = leanctx.api.http.context.MAX_SHELL_TIMEOUT
+DEFAULT_SHELL_TIMEOUT = 120.0  # seconds; leanctx.api.http.context imports both
+MAX_SHELL_TIMEOUT = 600.0
 
 
 class _Args(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -41,14 +43,15 @@ def _without(value: Any, *keys: str) -> dict[str, Any]:
     return {k: v for k, v in d.items() if k not in keys and v not in (None, [], {})}
 
 
-def encoding_of(caller: Caller) -> str:
+def encoding_of(caller: Caller | None = None) -> str:
     """The encoding spec of the caller's counts: its MCP session's, else ``$LEAN_CTX_MODEL``'s,
-    else the default (see the module doc)."""
+    else the default (see the module doc). No caller: a surface without sessions (the CLI
+    verbs, HTTP ``/v1/context/*``)."""
     from ...context.errors import ContextError
     from ...context.tokens import tokenizer_for
 
     try:
-        spec = getattr(caller.toolset, "encoding", None)
+        spec = getattr(caller.toolset, "encoding", None) if caller is not None else None
         return spec if isinstance(spec, str) else tokenizer_for(None).spec
     except ContextError as exc:  # a $LEAN_CTX_MODEL spec it cannot use
         raise InvalidInput(exc.code, f"$LEAN_CTX_MODEL: {exc.message}") from None
@@ -63,6 +66,37 @@ def env_pairs(items: list[str]) -> dict[str, str]:
             raise InvalidInput("SHELL_INVALID_ENV", f"env takes NAME=VALUE items (e.g. RUST_LOG=debug), not {item!r}")
         out[name] = value
     return out
+
+
+def _is_root(root: str, cwd: str) -> bool:
+    try:
+        return os.path.realpath(os.path.join(root, cwd)) == root
+    except (ValueError, OSError):  # a NUL byte, ...
+        return False
+
+
+def shell_cwd(project: str, cwd: str | None) -> str:
+    """The directory a shell command runs in: the project root when ``cwd`` is empty or ``.``,
+    else ``cwd`` (relative to the root, or absolute) resolved inside it, symlinks followed.
+    Refused: a path that leaves the project (``..`` climbing out, an absolute path elsewhere, a
+    symlink resolving outside: ``SHELL_CWD_OUTSIDE_PROJECT``) or a malformed one
+    (``SHELL_INVALID_CWD``). Used by MCP ``ctx_shell`` and HTTP ``POST /v1/context/shell``."""
+    from ...paths import PathRefused, normalize, workspace_root
+
+    try:
+        root = workspace_root(project, invalid_code="SHELL_INVALID_CWD")
+    except PathRefused as exc:
+        raise InvalidInput(exc.code, exc.message) from None
+    if cwd is None or cwd.strip() in ("", "."):
+        return root
+    try:
+        rel = normalize(cwd, root, invalid_code="SHELL_INVALID_CWD", outside_code="SHELL_CWD_OUTSIDE_PROJECT",
+                        allow_root=True)
+    except PathRefused as exc:
+        if exc.code == "SHELL_INVALID_CWD" and _is_root(root, cwd):
+            return root  # a symlink to the project root: the root itself is a fine cwd
+        raise InvalidInput(exc.code, exc.message.replace("workspace", "project")) from None
+    return os.path.join(root, rel.path) if rel.path != "." else root
 
 
 # --- ctx_read ------------------------------------------------------------------------------
@@ -117,7 +151,7 @@ def ctx_shell(lc: Any, caller: Caller, a: ShellArgs) -> dict[str, Any]:
     if not (math.isfinite(a.timeout) and 0 < a.timeout <= MAX_SHELL_TIMEOUT):
         raise InvalidInput("SHELL_INVALID_TIMEOUT", f"timeout must be above 0 and at most {MAX_SHELL_TIMEOUT:g} seconds")
     env = env_pairs(a.env)
-    cwd = caller.project if not a.cwd else os.path.join(caller.project, a.cwd)
+    cwd = shell_cwd(caller.project, a.cwd)
     r = run_shell(lc, target, cwd=cwd, timeout=a.timeout, env_passthrough=env, raw=a.raw, actor=caller.agent_id,
                   session_id=caller.session_id, project=caller.project, encoding=encoding_of(caller))
     return {"text": r.text, **_without(r, "text", "command", "encoding"), "exit_code": r.exit_code}

@@ -78,13 +78,13 @@ MIN_CAP_TOKENS = 200
 MAX_PATHS = 32
 NOTICE_RESERVE = 100  # tokens kept back per later path, so its notice still fits under the cap
 _STUB_MODES = frozenset({"full", "map", "signatures", "aggressive", "entropy"})
-_LINES_KEY = re.compile(r"^lines:\d+-\d+(?:,\d+-\d+)*$")
+_LINES_KEY = re.compile(r"^lines:\d+-\d+(?:,\d+-\d+)*$|^task:[0-9a-f]{12}$")  # keys that name their rendering
 
 
 class ReadView(msgspec.Struct, frozen=True):
     """One rendering of a file, ready to send."""
 
-    mode: str  # the delivery key: full, map, signatures, aggressive, entropy, lines:1-40, task, diff
+    mode: str  # the delivery key: full, map, signatures, aggressive, entropy, lines:1-40, task:<digest>, diff
     label: str  # how the header names it (``auto→signatures``, ``diff vs F3@1a2b3c4d``)
     body: str
     tokens: int  # of ``body``
@@ -157,8 +157,13 @@ def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:
 
 
 def stub_eligible(mode: str) -> bool:
-    """Modes whose key says everything about the rendering (``task`` depends on its text)."""
+    """Modes whose key says everything about the rendering (``task:<digest of its text>``)."""
     return mode in _STUB_MODES or bool(_LINES_KEY.match(mode))
+
+
+def shown_mode(key: str) -> str:
+    """The mode an answer names: its delivery key without a task's digest (``task:1a2b…`` → ``task``)."""
+    return "task" if key.startswith("task:") else key
 
 
 def stub_text(head: str, lines: int) -> str:
@@ -387,7 +392,7 @@ def record(ctx: CommandContext, cmd: RecordRead) -> list[ReadAnswer]:
             if f.path in stuck:  # a bounce: the compressed read did not serve
                 emit_deposit(ctx, f.path, "STUCK")
         out.append(ReadAnswer(
-            path=f.path, text=a.text, mode=a.view.mode, requested_mode=f.requested_mode, lines=f.lines,
+            path=f.path, text=a.text, mode=shown_mode(a.view.mode), requested_mode=f.requested_mode, lines=f.lines,
             sent_tokens=a.tokens, raw_tokens=f.raw_tokens, content_hash=f.content_hash, ref=a.ref, stub=a.stub,
             fresh=cmd.fresh, capped=a.capped, archive_id=a.archive.archive_id if a.archive else None,
             redactions=f.redactions, scent=a.scent, budget_warning=a.warning, reason=a.view.reason,

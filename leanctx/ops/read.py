@@ -40,6 +40,8 @@ CLI exits non-zero only then. A refused decision (``BUDGET_EXCEEDED``) still fai
 
 from __future__ import annotations
 
+import hashlib
+
 import os
 import re
 from collections.abc import Sequence
@@ -122,9 +124,14 @@ def _context_error(exc: ContextError) -> InvalidInput:
 # --- views -----------------------------------------------------------------------------
 
 
-def _key(resolved: str, arg: str, line_count: int) -> str:
+def _key(resolved: str, arg: str, line_count: int, *, task: str | None = None, intent: str | None = None) -> str:
+    """The delivery key of a view: what a stub may stand for. ``task`` renderings depend on their
+    task text, so their key carries its digest (``task:1a2b3c4d5e6f``): the same task re-read
+    unchanged is a stub, another task is new content."""
     if resolved == "lines":
         return "lines:" + ",".join(f"{s}-{e}" for s, e in parse_ranges(arg, line_count))
+    if resolved == "task":
+        return "task:" + hashlib.sha256(f"{task or ''}\x00{intent or ''}".encode()).hexdigest()[:12]
     return resolved
 
 
@@ -250,11 +257,12 @@ def _prepare(cache: ViewCache, f: Loaded, *, mode: str, task: str | None, intent
             rv = mk(v, "diff", f"auto→diff vs {latest_hash[:8] if latest_hash else ''}", diff_base=latest_hash,
                     **said)
             return _file(f, blob, requested, rv, alt), red, full
-        return _file(f, blob, requested, mk(v, v.mode, label, **said)), red, None
+        key = _key(v.mode, "", blob.lines, task=task, intent=intent)
+        return _file(f, blob, requested, mk(v, key, label, **said)), red, None
     m = name if name != "lines" else f"lines:{arg}"
     v = view_of(m, task=task)
     red = redacted_of(m, task=task) if raw else v
-    key = _key(v.mode, arg, blob.lines)
+    key = _key(v.mode, arg, blob.lines, task=task)
     label = key if name != "task" else "task"
     return _file(f, blob, requested, mk(v, key, label)), red, None
 

@@ -80,9 +80,12 @@ def test_the_mode_is_part_of_the_key(reader: Reader) -> None:
     assert reader.one("src/app.py", mode="lines:1-5").stub
     assert reader.one("src/app.py", mode="signatures").stub
     assert reader.one("src/app.py", mode="full").stub
-    # task views depend on their task text, which is not in the key: never stubbed
-    assert not reader.one("src/app.py", mode="task", task="timeout").stub
-    assert not reader.one("src/app.py", mode="task", task="timeout").stub
+    # task views depend on their task text: the key carries its digest
+    first = reader.one("src/app.py", mode="task", task="timeout")
+    assert not first.stub and first.mode == "task"
+    assert reader.one("src/app.py", mode="task", task="timeout").stub  # same task, same content
+    assert not reader.one("src/app.py", mode="task", task="retry").stub  # another task: other lines
+    assert reader.one("src/app.py", mode="task", task="timeout").stub
 
 
 def test_auto_is_keyed_by_the_mode_it_resolved_to(reader: Reader) -> None:

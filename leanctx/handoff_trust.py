@@ -31,7 +31,7 @@ import msgspec
 
 from . import handoff_bundle as hb
 from . import keys
-from .commands.agents import recorded_key
+from .commands.agents import bound_key_at, recorded_key
 from .commands.agents import stream_of as agent_stream
 from .commands.bus import CommandContext
 from .errors import CommandError, InvalidInput, LeanCtxError
@@ -80,26 +80,6 @@ def created_records(ctx: CommandContext, handoff_id: str | None) -> list[Created
         d = e.data()
         out.append(Created(e.position, e.actor, d.sender, d.key_id, d.fingerprint, d.digest))  # type: ignore[attr-defined]
     return out
-
-
-def bound_key_at(ctx: CommandContext, agent_id: str, position: int) -> tuple[str, int] | None:
-    """The public key (base64) the log bound to ``agent_id`` just before ``position``, with the
-    position of the ``agent.registered`` that recorded it: the first key recorded since the last
-    ``agent.deregistered`` before ``position`` (None: none was bound then)."""
-    bound: tuple[str, int] | None = None
-    for e in ctx.projections.store.read_stream(agent_stream(agent_id)):
-        if e.position >= position:
-            break
-        if e.kind == "agent.deregistered":
-            bound = None
-        elif e.kind == "agent.registered" and bound is None:
-            pk = getattr(e.data(), "public_key", None)
-            try:
-                raw = keys.unb64(pk) if pk else b""
-            except InvalidInput:
-                raw = b""
-            bound = (keys.b64(raw), e.position) if len(raw) == 32 else None
-    return bound
 
 
 def _by_log(ctx: CommandContext, obj: dict, sender: str, records: list[Created]) -> tuple[hb.Verified, Created]:

@@ -228,8 +228,18 @@ def recorded_key(ctx: CommandContext, agent_id: str) -> str | None:
     recorded on its ``agent.registered`` events since its last ``agent.deregistered`` (None: none
     recorded). Read from the agent's own stream (the agents projection does not keep keys); the
     write lock is held, so this is the committed log the command decides on."""
-    bound: str | None = None
+    bound = bound_key_at(ctx, agent_id, None)
+    return bound[0] if bound is not None else None
+
+
+def bound_key_at(ctx: CommandContext, agent_id: str, position: int | None) -> tuple[str, int] | None:
+    """The public key (base64) the log bound to ``agent_id`` just before ``position`` (None: now),
+    with the position of the ``agent.registered`` that recorded it: the first key recorded since
+    the last ``agent.deregistered`` before ``position`` (None: none was bound then)."""
+    bound: tuple[str, int] | None = None
     for e in ctx.projections.store.read_stream(stream_of(agent_id)):
+        if position is not None and e.position >= position:
+            break
         if e.kind == "agent.deregistered":
             bound = None
         elif e.kind == "agent.registered" and bound is None:
@@ -238,7 +248,7 @@ def recorded_key(ctx: CommandContext, agent_id: str) -> str | None:
                 raw = keys.unb64(pk) if pk else b""
             except InvalidInput:
                 raw = b""
-            bound = keys.b64(raw) if len(raw) == 32 else None
+            bound = (keys.b64(raw), e.position) if len(raw) == 32 else None
     return bound
 
 

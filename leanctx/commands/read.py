@@ -192,9 +192,10 @@ def _header(head: str, label: str, lines: int, extras: list[str]) -> Callable[[i
     return make
 
 
-def _cut(cum: list[int], budget: int) -> int:
-    """How many body lines fit in ``budget`` tokens (``cum[i]`` = tokens of lines 0..i)."""
-    lo, hi = 0, len(cum)
+def cut_lines(cum: list[int], budget: int, limit: int | None = None) -> int:
+    """How many leading lines (at most ``limit``) fit in ``budget`` tokens (``cum[i]`` = tokens of
+    lines 0..i)."""
+    lo, hi = 0, len(cum) if limit is None else limit
     while lo < hi:
         mid = (lo + hi + 1) // 2
         if cum[mid - 1] <= budget:
@@ -273,10 +274,10 @@ def _compose(cmd: RecordRead, f: ReadFile, view: ReadView, head: str, scent: str
         return _with_count(_header(head, view.label, f.lines, [*extras(part), "capped"]), r, enc)
 
     overhead = count_tokens(build(0)[0], enc)
-    k = _cut(cum, max(0, remaining - overhead))
+    k = cut_lines(cum, max(0, remaining - overhead))
     text, n = build(k)
     while n > remaining and k > 0:  # the estimate was short: step back
-        k = _cut(cum, max(0, (cum[k - 1] if k else 0) - (n - remaining) - 1))
+        k = cut_lines(cum, max(0, (cum[k - 1] if k else 0) - (n - remaining) - 1))
         text, n = build(k)
     return text, n, True, info, max(0, view.tokens - (cum[k - 1] if k else 0))
 

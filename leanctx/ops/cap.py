@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 
 import msgspec
 
-from ..commands.read import DEFAULT_CAP_TOKENS, MAX_CAP_TOKENS, MIN_CAP_TOKENS
+from ..commands.read import DEFAULT_CAP_TOKENS, MAX_CAP_TOKENS, MIN_CAP_TOKENS, cut_lines
 
 __all__ = ["ANSWER_CAP_TOKENS", "MAX_CAP_TOKENS", "MIN_CAP_TOKENS", "Cut", "cap_lines", "char_prefix"]
 
@@ -125,7 +125,7 @@ def cap_lines(lines: Sequence[str], cap: int, notice: Callable[[Cut], str], *, e
     for _ in range(8):
         overhead = _count(build(0, 0, tail)[0], encoding) + slack
         budget = max(0, cap - overhead)
-        head = _bisect(cum, budget, total - tail)
+        head = cut_lines(cum, budget, total - tail)
         chars = 0
         if head < total - tail and (head == 0 or cum[head - 1] < budget // 2) and lines[head]:
             # the next line alone is long: send what fits of it, cut by characters
@@ -142,15 +142,3 @@ def cap_lines(lines: Sequence[str], cap: int, notice: Callable[[Cut], str], *, e
             tail, slack = 0, 0
     text, cut = build(0, 0, 0)  # the notice alone
     return text, cut
-
-
-def _bisect(cum: list[int], budget: int, limit: int) -> int:
-    """How many leading lines (at most ``limit``) cost at most ``budget`` tokens together."""
-    lo, hi = 0, limit
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if cum[mid - 1] <= budget:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo

@@ -35,13 +35,9 @@ def _who(st, session: Optional[str]) -> dict:  # type: ignore[no-untyped-def]
 
 
 def _env_pairs(items: list[str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep or not name or not name.replace("_", "a").isalnum() or name[0].isdigit():
-            raise InvalidInput("SHELL_INVALID_ENV", f"--env takes NAME=VALUE (e.g. --env RUST_LOG=debug), not {item!r}")
-        out[name] = value
-    return out
+    from ..tools.context import env_pairs
+
+    return env_pairs(items, option="--env takes NAME=VALUE")
 
 
 def _shell_json(r) -> dict:  # type: ignore[no-untyped-def]

@@ -57,13 +57,13 @@ def encoding_of(caller: Caller | None = None) -> str:
         raise InvalidInput(exc.code, f"$LEAN_CTX_MODEL: {exc.message}") from None
 
 
-def env_pairs(items: list[str]) -> dict[str, str]:
-    """``NAME=VALUE`` items as a mapping, by the rules of ``lean-ctx shell --env``."""
+def env_pairs(items: list[str], *, option: str = "env takes NAME=VALUE items") -> dict[str, str]:
+    """``NAME=VALUE`` items as a mapping: the one rule for ``lean-ctx shell --env``, MCP and HTTP."""
     out: dict[str, str] = {}
     for item in items:
         name, sep, value = item.partition("=")
         if not sep or not name or not name.replace("_", "a").isalnum() or name[0].isdigit():
-            raise InvalidInput("SHELL_INVALID_ENV", f"env takes NAME=VALUE items (e.g. RUST_LOG=debug), not {item!r}")
+            raise InvalidInput("SHELL_INVALID_ENV", f"{option} (e.g. RUST_LOG=debug), not {item!r}")
         out[name] = value
     return out
 

@@ -215,7 +215,8 @@ def test_the_savings_chart_and_tables_render_the_snapshot(live: Served, tab: Cal
     raw_end = float(chart.locator("polyline[data-series=raw]").get_attribute("points").split()[-1].split(",")[1])
     sent_end = float(chart.locator("polyline[data-series=sent]").get_attribute("points").split()[-1].split(",")[1])
     assert (raw_end < sent_end) == (sum(p["raw_tokens"] for p in series) > sum(p["sent_tokens"] for p in series))
-    assert chart.bounding_box()["height"] > 100
+    # measured in one call in the page: a live refresh may swap the chart between two calls
+    assert chart.evaluate("e => e.getBoundingClientRect().height") > 100
     totals = sv["totals"]
     assert page.inner_text("[data-testid=total-raw]") == f"{totals['raw_tokens']:,}"
     assert page.inner_text("[data-testid=total-sent]") == f"{totals['sent_tokens']:,}"

@@ -163,3 +163,12 @@ def test_every_mode_states_mode_and_line_count(mode: str) -> None:
     assert r.line_count == 772 and r.mode in r.text.splitlines()[-1] and "772 lines" in r.text.splitlines()[-1]
     if r.omitted_lines:
         assert r.omitted and (str(r.omitted_lines) in r.text)
+
+
+def test_task_mode_finds_an_exact_identifier_among_its_siblings() -> None:
+    """``func_77`` must not be reduced to ``func`` (which matches every ``func_N``)."""
+    src = "".join(f"def func_{i}(x):\n    return x + {i}\n\n" for i in range(200))
+    r = read("mod.py", src, "task", task="fix the bug in func_77 return value")
+    assert "def func_77(x):" in r.text
+    first = next(ln for ln in r.text.splitlines() if "def func_" in ln)
+    assert "func_77" in first  # ranked first, not drowned by func_0..func_20

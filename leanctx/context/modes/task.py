@@ -30,7 +30,9 @@ def _stem(w: str) -> str:
 
 
 def terms(text: str) -> set[str]:
-    """Lower-cased, stemmed words and identifier parts (``leaseExpiry`` -> lease, expiry)."""
+    """Lower-cased, stemmed words and identifier parts (``leaseExpiry`` -> lease, expiry), and an
+    identifier with digits or underscores whole (``func_77`` -> func, func_77: its parts alone
+    would match every ``func_N``)."""
     out: set[str] = set()
     for word in _WORD.findall(text):
         parts = [p.lower() for p in _SPLIT.findall(word)] if not word.isupper() else [word.lower()]
@@ -39,6 +41,8 @@ def terms(text: str) -> set[str]:
             for q in p.split("_"):
                 if len(q) >= 3 and q not in _STOP:
                     out.add(_stem(q))
+        if len(whole) >= 3 and whole not in _STOP and whole not in out and not whole.isalpha():
+            out.add(whole)  # the identifier itself (``func_77``, ``parse2``): rare, so it ranks first
     return out
 
 

@@ -167,7 +167,7 @@ def shown_mode(key: str) -> str:
 
 
 def stub_text(head: str, lines: int) -> str:
-    return f"{head} [unchanged {lines} lines · fresh=true to re-read]"
+    return f"{head} [unchanged {lines} line{'' if lines == 1 else 's'} · fresh=true to re-read]"
 
 
 def _with_count(make: Callable[[int], str], rest: str, encoding: str) -> tuple[str, int]:
@@ -186,7 +186,7 @@ def _with_count(make: Callable[[int], str], rest: str, encoding: str) -> tuple[s
 
 def _header(head: str, label: str, lines: int, extras: list[str]) -> Callable[[int], str]:
     def make(n: int) -> str:
-        parts = [label, f"{lines} lines", f"{n:,} tokens", *extras]
+        parts = [label, f"{lines} line{'' if lines == 1 else 's'}", f"{n:,} tokens", *extras]
         return f"{head} [{' · '.join(parts)}]"
 
     return make

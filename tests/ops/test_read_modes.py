@@ -30,7 +30,7 @@ def big(project: Path) -> Path:
 
 
 def _header(text: str) -> re.Match[str]:
-    m = re.match(r"^(F\d+=)?(?P<path>\S+) \[(?P<mode>[^ ·]+(?: vs \w+)?) · (?P<lines>\d+) lines · "
+    m = re.match(r"^(F\d+=)?(?P<path>\S+) \[(?P<mode>[^ ·]+(?: vs \w+)?) · (?P<lines>\d+) lines? · "
                  r"(?P<tokens>[\d,]+) tokens", text)
     assert m, text[:200]
     return m

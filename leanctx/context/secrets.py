@@ -15,17 +15,20 @@ YAML, JSON ``"password": "..."``, TOML/INI, code, ``--password=``, ``?api_key=``
   whole, whatever it holds (spaces, ``;``, ``,``, escaped quotes), up to its closing quote on
   that line (an unclosed quote: to the end of the line);
 - an **unquoted** value runs to the next whitespace (``ab;cd,ef`` is one value), less the
-  closers of the syntax around it (``str,`` ``x)`` ``x"``); on a config line of a password,
-  passphrase, secret or token (the name first on the line, after indentation, ``export`` or
-  ``- ``), a value of several words runs to the end of the line (before a `` #`` comment):
-  ``password: correct horse battery``.
+  closers of the syntax around it (``str,`` ``x)`` ``x"``); on a config line of any of these
+  names (the name first on the line, after indentation, ``export`` or ``- ``), a value of
+  several words runs to the end of the line (before a `` #`` comment):
+  ``password: correct horse battery``, ``API_KEY: sk live words``, ``secret_key = a b c``.
 
 Left alone (false positives are kept few, not absent: ``api_key: Optional[str]`` in code is
-still redacted): values under 4 characters, placeholders (``${VAR}``, ``<your key>``,
-``changeme``, ``xxxx``...), references (``os.environ[...]``, ``os.getenv(...)``,
-``process.env.X``, ``$(cmd)``), f-strings and bracketed structures, a variable passed on under
-its own name (``password=password``), walrus assignments, and several-word values that read as
-code (brackets, ``=``, ``|``, quotes) or prose (ending with ``.``, ``;``, ``:`` or ``,``).
+still redacted): values under 4 characters (the whole value: a phrase counts whole, so
+``sk with spaces`` is redacted although ``sk`` is short), placeholders (``${VAR}``,
+``<your key>``, ``changeme``, ``xxxx``...), references (``os.environ[...]``,
+``os.getenv(...)``, ``process.env.X``, ``$(cmd)``), f-strings and bracketed structures, a
+variable passed on under its own name (``password=password``), walrus assignments, and
+several-word values that read as code (brackets, ``=``, ``|``, quotes, ``is not``, ``None``,
+``lambda``, `` + ``...) or prose (ending with ``.``, ``;``, ``:`` or ``,``); of those, the
+general rule still takes the first word when it is a value on its own.
 """
 
 from __future__ import annotations
@@ -64,7 +67,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 # ``TOKEN_TTL`` name no secret.
 _SUFFIXES = ("_KEY|_TOKEN|_SECRET|SECRET_KEY|PASSWORD|PASSWD|PASSPHRASE|_PWD|API_KEY|APIKEY|ACCESS_KEY|PRIVATE_KEY"
              "|CLIENT_SECRET|AUTH_TOKEN")
-_PHRASE_SUFFIXES = "PASSWORD|PASSWD|PASSPHRASE|_PWD|_SECRET|_TOKEN"  # names whose value may be several words
+_PHRASE_SUFFIXES = _SUFFIXES  # every secret name's value may be several words (``API_KEY: sk live words``)
 
 
 def _name(suffixes: str) -> str:
@@ -86,15 +89,22 @@ _ASSIGN = re.compile(
 # ``os.getenv(...)``, ``process.env.X``, ``ENV[...]``, ``$(cmd)``, ``${VAR:-x}``
 _REFERENCE = re.compile(r"^(?:os\.(?:environ\b|getenv\()|process\.env\b|ENV\[|\$\(|\$\{)")
 _OPEN, _CLOSE, _QUOTES = "([{", ")]}", "\"'`"
-# A config line (``.env``, YAML, INI, ``export``) of a password, passphrase, secret or token: an
-# unquoted value of several words runs to the end of the line (before a `` #`` comment), unless it
-# looks like code (brackets, ``=``, quotes, ``|``: ``token: str | None`` is a Python annotation) or
-# prose (it ends with ``.`` ``;`` ``:`` ``,``: ``password: The password of the URL.`` documents one).
+# A config line (``.env``, YAML, INI, ``export``) of any secret name (a key, password, passphrase,
+# secret or token): an unquoted value of several words runs to the end of the line (before a `` #``
+# comment), unless it looks like code (brackets, ``=``, quotes, ``|``: ``token: str | None`` is a
+# Python annotation; see ``_CODE`` for the rest) or prose (it ends with ``.`` ``;`` ``:`` ``,``:
+# ``password: The password of the URL.`` documents one).
 _CONFIG_LINE = re.compile(
     r"""^(?P<lead>[ \t]*(?:export[ \t]+|-[ \t]+)?)""" + _name(_PHRASE_SUFFIXES)
     + r"""(?P<value>[^\s()\[\]{}<>="'`|\#][^\n()\[\]{}<>="'`|]*?)(?P<trail>[ \t]+\#[^\n]*)?[ \t]*$""",
     re.IGNORECASE | re.VERBOSE | re.MULTILINE,
 )
+# several words that read as an expression, not a phrase: ``use_key = key is not None``,
+# ``cache_key = prefix + name``, ``sort_key = lambda x: x.name``, ``x_key = a if b else c``
+_CODE = re.compile(r"""\b(?:is[ \t]+not|not[ \t]+in|is[ \t]+None|None|True|False|lambda|await)\b
+                       |\bif\b.*\belse\b|[ \t](?:[+*/%]|&&)[ \t]""", re.VERBOSE)  # ``=``, ``<>``: never in a value
+# The minimum applies to the whole value: to the phrase on a config line (``sk with spaces tapir``
+# is a secret although ``sk`` alone is too short to be one).
 _MIN_VALUE = 4  # shorter values are type names, flags and numbers far more often than secrets
 _PLACEHOLDER = re.compile(r"^(?:\$\{?[A-Za-z_]+\}?|<[^>]*>|x+|\*+|changeme|example|dummy|none|null|true|false)$",
                           re.IGNORECASE)
@@ -162,8 +172,9 @@ def redact(text: str) -> Redacted:
 
     def config_line(m: re.Match[str]) -> str:
         value = m.group("value").rstrip()
-        if not re.search(r"\s", value) or value.endswith((".", ";", ":", ",")) or keep(value, m.group("name")):
-            return m.group(0)  # one word (the general rule below decides), or prose
+        if (not re.search(r"\s", value) or value.endswith((".", ";", ":", ",")) or _CODE.search(value)
+                or keep(value, m.group("name"))):
+            return m.group(0)  # one word (the general rule below decides), prose or code
         return swap(m, "value", value)
 
     def assign(m: re.Match[str]) -> str:

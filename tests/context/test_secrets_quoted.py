@@ -176,3 +176,82 @@ def test_a_private_key_block_without_its_end_line_is_redacted_to_the_end(head: s
     assert r.text == "before\n[REDACTED:private_key]" and r.count == 1
     closed = redact(f"x {begin}\nLEAK\n-----END {head + ' ' if head else ''}PRIVATE KEY----- after")
     assert closed.text == "x [REDACTED:private_key] after"  # a closed block stops at its END
+
+
+# --- several-word values of ``*_KEY`` names (re-audit: ``secret_key: sk with spaces tapir``) ----------
+
+# (line, the secret value in it): a value of several words under any secret name goes whole, even
+# when its first word alone is under the 4-character minimum
+KEY_PHRASES = [
+    ("API_KEY: sk words unquoted okapi", "sk words unquoted okapi"),
+    ("secret_key: sk with spaces tapir", "sk with spaces tapir"),
+    ("api_key=live words unquoted bison", "live words unquoted bison"),
+    ("api_key: sk lower yaml gecko", "sk lower yaml gecko"),
+    ("  access_key: sk indented yaml lemur  # note", "sk indented yaml lemur"),
+    ("- PRIVATE_KEY=sk compose list heron", "sk compose list heron"),
+    ("export X_KEY=sk export unquoted ibex", "sk export unquoted ibex"),
+    ('export X_KEY="sk export quoted yak"', "sk export quoted yak"),
+    ("export secret_key='sk single quoted eland'", "sk single quoted eland"),
+    ('api_key = "a b c"', "a b c"),
+    ("secret_key = a b c", "a b c"),
+    ("SECRET_KEY = sk ini upper marmot", "sk ini upper marmot"),
+    ("client_secret: ab cd", "ab cd"),
+    ("auth_token = xy zw", "xy zw"),
+    ("apikey: sk camel words quokka", "sk camel words quokka"),
+]
+
+# code and prose under ``*_KEY`` names that must come out unchanged
+KEY_NOT_SECRETS = [
+    "    use_key = key is not None",
+    "    has_key = key not in seen",
+    "    sort_key: The key used to sort rows.",
+    "    api_key: The API key, or omit for none,",
+    "SECRET_KEY=${SECRET_KEY}",
+    "export API_KEY=<your api key>",
+    '    api_key = os.environ["API_KEY"]',
+    "    connect(api_key=api_key)",
+    "    idempotency_key: str | None = None",
+    "    x_key = a if b else c",
+]
+
+
+@pytest.mark.parametrize(("line", "secret"), KEY_PHRASES, ids=[s for _, s in KEY_PHRASES])
+def test_key_phrases_are_redacted_whole(line: str, secret: str) -> None:
+    r = redact(line + "\nafter_key = 1\n")
+    assert r.text == line.replace(secret, "[REDACTED:assignment]") + "\nafter_key = 1\n"
+    assert r.found == [secret] and r.count == 1 and r.kinds == ["assignment"]
+
+
+@pytest.mark.parametrize("line", KEY_NOT_SECRETS)
+def test_key_code_and_prose_are_left_alone(line: str) -> None:
+    r = redact(line + "\n")
+    assert (r.text, r.count) == (line + "\n", 0)
+
+
+def test_a_key_phrase_never_runs_past_its_line() -> None:
+    r = redact("secret_key: sk with spaces tapir\nnext_line words stay here\nAPI_KEY: sk more okapi\n")
+    assert r.text == ("secret_key: [REDACTED:assignment]\nnext_line words stay here\n"
+                      "API_KEY: [REDACTED:assignment]\n")
+    assert r.found == ["sk with spaces tapir", "sk more okapi"]
+
+
+@pytest.mark.timeout(120)
+def test_key_phrases_never_reach_the_data_directory(tmp_path: Path) -> None:
+    """The re-audit's file, read through the real CLI: no word of a value reaches a byte on disk."""
+    project, home = tmp_path / "proj", tmp_path / "home"
+    (project / "sec").mkdir(parents=True)
+    (project / ".git").mkdir()
+    (project / "sec" / "c2.yaml").write_text(
+        "API_KEY: sk words unquoted okapi\nsecret_key: sk with spaces tapir\napi_key=live words unquoted bison\n")
+    p = _cli(home, project, "read", "sec/c2.yaml", "-m", "full", "--json", "--session", "k1")
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    out = out[0] if isinstance(out, list) else out
+    assert out["redactions"] == 3
+    kept = [f for f in (home / "data").rglob("*") if f.is_file()]
+    assert home / "data" / "events.db" in kept
+    joined = b"".join(f.read_bytes() for f in kept)
+    assert b"[REDACTED:assignment]" in joined
+    for word in ("okapi", "tapir", "bison", "unquoted", "with spaces"):
+        assert word not in p.stdout
+        assert word.encode() not in joined, word

@@ -8,7 +8,8 @@ are imported from there, not copied, so every answer shares one cap.
 lines that fit (and, with ``tail_tokens``, the last few lines too), the notice that
 ``notice(cut)`` writes for what was left out, and the :class:`Cut` that says exactly what was
 sent. When not even the first line fits, that line is cut by characters (``Cut.chars``), so
-an over-long single line (a minified file) is sent in part rather than not at all. The whole
+an over-long single line (a minified file) is sent in part rather than not at all: with a cap
+of at least ``MIN_CAP_TOKENS`` something is always sent, so a chain of answers makes progress. The whole
 text returned, notice included, is at most ``cap`` tokens (the tokenizer's count of exactly
 that text, in the encoding spec given: ``cl100k_base*1.1`` counts with Gemini's correction, so
 per-line costs and the character cut of a long line apply that factor too).
@@ -131,8 +132,8 @@ def cap_lines(lines: Sequence[str], cap: int, notice: Callable[[Cut], str], *, e
             # the next line alone is long: send what fits of it, cut by characters
             room = budget - (cum[head - 1] if head else 0)
             chars = char_prefix(lines[head], room, encoding)
-            if chars >= len(lines[head]):
-                chars = 0
+            if chars >= len(lines[head]):  # it fits without its newline: send all of it but the last character
+                chars = len(lines[head]) - 1 if head == 0 else 0  # (nothing sent at all would make no progress)
         text, cut = build(head, chars, tail)
         n = _count(text, encoding)
         if n <= cap:

@@ -9,15 +9,28 @@ numbered), or nothing (the whole archive). ``lines`` also addresses characters o
 inclusive), for lines too long to send whole (a minified file is one line).
 
 The cap: every answer is at most the read cap (``ops.cap``: 20,000 tokens, ``max_tokens``
-lowers it, at most 24,000). Past it, the answer ends with a notice saying how many selected
-lines were not sent, about how many tokens they hold, and the call that continues from the
-first line not sent (``--lines N-M``); an over-long first line is cut by characters and the
-notice names the ``--lines 'L[A-B]'`` call for the rest of it.
+lowers it, at least ``MIN_CAP_TOKENS`` (200) and at most 24,000). Past it, the answer ends with
+a notice saying how many selected lines were not sent, about how many tokens they hold, and the
+call that continues from the first line not sent (``--lines N-M``); a first line too long for
+the cap is cut by characters (a prefix of it is always sent, so following notices always makes
+progress) and the notice names the ``--lines 'L[A-B]'`` call for the rest of it.
+
+Chains: an answer to ``L[A-B]`` that stops short of the end of line L (sent whole, or cut) ends
+with a notice naming the next character range (``line 1 goes on to char 358,732 · next: …
+--lines '1[169635-254398]'``), so following the notices one after another recovers a line of
+any length exactly. A line of at most ``SHORT_LINE_TOKENS`` tokens, which no answer ever cuts,
+is sliced without that notice (``13[1-8]`` sends just those 8 characters). A range that ends
+line L when lines follow it names them (``--lines L+1-N``). Line selections (``head``,
+``lines A-B``) answered whole are sent as asked, with no notice.
 
 Refusals (``InvalidInput``, exit 2 on the CLI, a tool error on MCP): ``EXPAND_INVALID_RANGE``
 (malformed, or starting after the end of the archive or of the line), ``EXPAND_EMPTY_RANGE``
-(``head`` / ``tail`` 0: nothing selected), ``EXPAND_ONE_SELECTOR``, ``EXPAND_INVALID_COUNT``,
+(``head`` / ``tail`` 0: nothing selected), ``EXPAND_ONE_SELECTOR``, ``EXPAND_INVALID_COUNT``
+(a count, or ``max_tokens``, that is not a positive whole number), ``EXPAND_INVALID_CAP``
+(``max_tokens`` below ``MIN_CAP_TOKENS``: too small to send anything with its notice),
 ``EXPAND_INVALID_REGEX``; ``ARCHIVE_NOT_FOUND`` / ``ARCHIVE_INVALID_ID`` from the store.
+Messages name the selectors neutrally (``head 0 selects nothing``): the same text serves the CLI
+flags and the MCP arguments.
 """
 
 from __future__ import annotations
@@ -32,12 +45,15 @@ from ..archive import ArchiveStore
 from ..commands.shell import ExpandArchive
 from ..context.secrets import redact
 from ..errors import InvalidInput
-from .cap import ANSWER_CAP_TOKENS, MAX_CAP_TOKENS, Cut, cap_lines
+from .cap import ANSWER_CAP_TOKENS, MAX_CAP_TOKENS, MIN_CAP_TOKENS, Cut, cap_lines, char_prefix
 
 if TYPE_CHECKING:
     from ..app import LeanCtx
 
-__all__ = ["Expansion", "expand", "parse_line_range"]
+__all__ = ["SHORT_LINE_TOKENS", "Expansion", "expand", "parse_line_range"]
+
+SHORT_LINE_TOKENS = 32  # a line this short is never cut by an answer: slicing it needs no "goes on" notice
+_NOTICE_RESERVE = 100  # tokens kept for the notice when sizing the next character range
 
 
 class Expansion(msgspec.Struct, frozen=True):
@@ -94,15 +110,16 @@ def _select(archive_id: str, lines: list[str], head: int | None, tail: int | Non
     """(selector, [(1-based number, line)], numbered?, first character: 0 unless L[A-B])."""
     given = [k for k, v in (("head", head), ("tail", tail), ("lines", line_range), ("grep", grep)) if v is not None]
     if len(given) > 1:
-        raise InvalidInput("EXPAND_ONE_SELECTOR", f"use one of --head, --tail, --lines, --grep (got {', '.join(given)})")
+        raise InvalidInput("EXPAND_ONE_SELECTOR", f"use one selector of head, tail, lines, grep (got"
+                           f" {', '.join(given)})")
     numbered = list(enumerate(lines, 1))
     for name, n in (("head", head), ("tail", tail)):
         if n is None:
             continue
         if n < 0:
-            raise InvalidInput("EXPAND_INVALID_COUNT", f"--{name} takes a positive number of lines")
+            raise InvalidInput("EXPAND_INVALID_COUNT", f"{name} takes a positive number of lines")
         if n == 0:
-            raise InvalidInput("EXPAND_EMPTY_RANGE", f"--{name} 0 selects nothing; ask for at least 1 line (archive"
+            raise InvalidInput("EXPAND_EMPTY_RANGE", f"{name} 0 selects nothing; ask for at least 1 line (archive"
                                f" {archive_id} has {len(lines):,})", lines=len(lines))
         return (f"head:{n}", numbered[:n], False, 0) if name == "head" else (
             f"tail:{n}", numbered[len(numbered) - n:], False, 0)
@@ -127,7 +144,7 @@ def _select(archive_id: str, lines: list[str], head: int | None, tail: int | Non
         try:
             rx = re.compile(grep)
         except re.error as exc:
-            raise InvalidInput("EXPAND_INVALID_REGEX", f"--grep {grep!r} is not a valid regular expression: {exc}") from None
+            raise InvalidInput("EXPAND_INVALID_REGEX", f"grep {grep!r} is not a valid regular expression: {exc}") from None
         return f"grep:{grep}", [(k, ln) for k, ln in numbered if rx.search(ln)], True, 0
     return "full", numbered, False, 0
 
@@ -171,6 +188,30 @@ def _notice(archive_id: str, all_lines: list[str], chosen: list[tuple[int, str]]
     return make
 
 
+def _goes_on(archive_id: str, all_lines: list[str], chosen: list[tuple[int, str]], first_char: int, cap: int,
+             encoding: str) -> str | None:
+    """The notice of a character range ``L[A-B]`` sent whole: short of the end of line L, how
+    long the line is and the next range (sized to fit an answer of this cap); at its end, the
+    lines after L (when there are any); None for a short line or the archive's last characters."""
+    if not first_char or not chosen:
+        return None
+    from ..context.tokens import count_tokens
+
+    k, text = chosen[0]
+    line = all_lines[k - 1]
+    end = first_char + len(text) - 1  # the last character selected
+    if count_tokens(line[: 64 * (SHORT_LINE_TOKENS + 1)], encoding) <= SHORT_LINE_TOKENS:
+        return None
+    if end >= len(line):  # the line is done: the archive may go on after it
+        total = len(all_lines)
+        return None if k >= total else (f"[… line {k} ends here; the archive goes on to line {total:,} · next:"
+                                         f" lean-ctx expand {archive_id} --lines {k + 1}-{total}]")
+    step = max(1, char_prefix(line[end:], max(1, cap - _NOTICE_RESERVE), encoding))
+    last = min(len(line), end + step)
+    return (f"[… line {k} goes on to char {len(line):,} · next: lean-ctx expand {archive_id} --lines"
+            f" '{k}[{end + 1}-{last}]' ({len(line) - end:,} characters not sent)]")
+
+
 def expand(
     lc: "LeanCtx",
     archive_id: str,
@@ -194,7 +235,11 @@ def expand(
     from ..context.tokens import count_tokens
 
     if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1):
-        raise InvalidInput("EXPAND_INVALID_COUNT", "--max-tokens must be a positive whole number")
+        raise InvalidInput("EXPAND_INVALID_COUNT", "max_tokens must be a positive whole number")
+    if max_tokens is not None and max_tokens < MIN_CAP_TOKENS:
+        raise InvalidInput("EXPAND_INVALID_CAP", f"the answer cap must be between {MIN_CAP_TOKENS} and"
+                           f" {MAX_CAP_TOKENS:,} tokens, not {max_tokens} (a smaller one has no room for the"
+                           " notice and what it continues)", min=MIN_CAP_TOKENS, max=MAX_CAP_TOKENS)
     cap = ANSWER_CAP_TOKENS if max_tokens is None else min(max_tokens, MAX_CAP_TOKENS)
     archive_id = archive_id.strip()
     text = ArchiveStore.beside(lc.db).get(archive_id)
@@ -208,10 +253,14 @@ def expand(
     if grep is not None and not chosen:
         body = f"[no line of {archive_id} matches {grep!r}]"
     else:
-        body, cut = cap_lines(rendered, cap, _notice(archive_id, all_lines, chosen, rendered, cap, grep is not None, first_char),
-                              encoding=encoding)
+        goes_on = _goes_on(archive_id, all_lines, chosen, first_char, cap, encoding)
+        room = cap - (count_tokens("\n" + goes_on, encoding) if goes_on else 0)
+        body, cut = cap_lines(rendered, room, _notice(archive_id, all_lines, chosen, rendered, cap, grep is not None,
+                                                       first_char), encoding=encoding)
         if cut is not None:
             truncated, capped = cut.unsent, True
+        elif goes_on:
+            body = f"{body}\n{goes_on}"
     sent = count_tokens(body, encoding)
     red = redact(selector)  # a regex the agent typed could itself hold a secret
     res = lc.bus.dispatch(

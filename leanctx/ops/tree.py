@@ -20,7 +20,10 @@ friends never listed). Rendering rules:
   a folder to list next; with ``archive`` (an ``ArchiveStore``) the whole listing is archived
   and the notice names the ``lean-ctx expand ID --lines N-M`` that continues it.
 
-``entries`` holds one entry per line sent (after the header). A ``dir`` entry's ``files``,
+``entries`` holds one entry per line sent (after the header); ``omitted_entries`` counts the
+ones left out and ``next_path`` names the folder to list next. With ``as_json`` (the CLI's
+``--json``) the cap holds for the JSON answer, text and ``entries`` together, so fewer lines are
+sent than in the text listing (an entry costs more than its line). A ``dir`` entry's ``files``,
 ``dirs`` and ``links`` count everything under it, recursively; a ``more`` entry's count what
 it left out.
 
@@ -69,6 +72,8 @@ class TreeAnswer(msgspec.Struct):
     capped: bool = False  # over the answer cap: lines were left out (said in the text)
     omitted_lines: int = 0  # listing lines not sent
     archive_id: str | None = None  # the whole listing, when capped and archived
+    omitted_entries: int = 0  # entries of the listing left out of ``entries`` (capped)
+    next_path: str | None = None  # capped: the folder to list next (its first entry was left out)
 
 
 class _Node:
@@ -130,9 +135,10 @@ def _plural(n: int, word: str) -> str:
 
 def tree(root: str | os.PathLike[str], path: str | None = None, *, depth: int = DEFAULT_DEPTH,
          max_entries: int = DEFAULT_MAX_ENTRIES, cap_tokens: int = ANSWER_CAP_TOKENS, archive: Any = None,
-         encoding: str = "o200k_base") -> TreeAnswer:
+         encoding: str = "o200k_base", as_json: bool = False) -> TreeAnswer:
     """The listing of ``path`` (default: the whole project at ``root``), at most ``cap_tokens``
-    tokens; ``archive`` (an ``ArchiveStore``) keeps the whole listing when it is cut."""
+    tokens; ``archive`` (an ``ArchiveStore``) keeps the whole listing when it is cut. With
+    ``as_json`` the cap holds for the answer's JSON (text and ``entries`` together)."""
     if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= MAX_DEPTH:
         raise InvalidInput("TREE_INVALID_DEPTH", f"depth must be a whole number from 1 to {MAX_DEPTH}")
     if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 1:
@@ -200,18 +206,37 @@ def tree(root: str | os.PathLike[str], path: str | None = None, *, depth: int = 
                 walk(child, at + label + "/", level + 1)
 
     walk(top, "", 0)
-    text, cut, archive_id = _capped(lines, entries, base, cap_tokens, archive, encoding)
-    if cut is not None:
-        entries = entries[: max(0, cut.head - 1)]
-    return TreeAnswer(base, text + "\n", top.count, ndirs, entries, depth, listing.source, links=top.nlinks,
-                      capped=cut is not None, omitted_lines=cut.unsent if cut is not None else 0,
-                      archive_id=archive_id)
+
+    def answer(cap: int) -> TreeAnswer:
+        text, cut, archive_id, folder = _capped(lines, entries, base, cap, archive, encoding, as_json)
+        sent = entries if cut is None else entries[: max(0, cut.head - 1)]
+        return TreeAnswer(base, text + "\n", top.count, ndirs, sent, depth, listing.source, links=top.nlinks,
+                          capped=cut is not None, omitted_lines=cut.unsent if cut is not None else 0,
+                          archive_id=archive_id, omitted_entries=len(entries) - len(sent), next_path=folder)
+
+    ans = answer(cap_tokens)
+    if as_json:  # the estimate of _capped, checked on the JSON itself
+        from ..context.tokens import count_tokens
+
+        cap = cap_tokens
+        for _ in range(6):
+            over = count_tokens(msgspec.json.encode(ans).decode(), encoding) - cap_tokens
+            if over <= 0:
+                break
+            cap -= over + 50
+            ans = answer(cap)
+    return ans
 
 
-def _capped(lines: list[str], entries: list[TreeEntry], base: str, cap: int, archive: Any,
-            encoding: str) -> tuple[str, Cut | None, str | None]:
-    """The listing within the cap (line ``i`` > 0 is ``entries[i - 1]``)."""
+_JSON_FIELDS_TOKENS = 200  # the answer's other JSON fields
+
+
+def _capped(lines: list[str], entries: list[TreeEntry], base: str, cap: int, archive: Any, encoding: str,
+            as_json: bool = False) -> tuple[str, Cut | None, str | None, str | None]:
+    """The listing within the cap (line ``i`` > 0 is ``entries[i - 1]``), the cut, the archive
+    id and the folder to list next. ``as_json``: each line costs its entry's JSON too."""
     archive_id = None
+    next_folder: list[str] = []
     full = "\n".join(lines) + "\n"
     if archive is not None:
         from ..archive import ArchiveStore
@@ -224,15 +249,21 @@ def _capped(lines: list[str], entries: list[TreeEntry], base: str, cap: int, arc
         folder = base
         if entry is not None:
             folder = entry.path if entry.type == "dir" else entry.path.rsplit("/", 1)[0] if "/" in entry.path else "."
+        next_folder[:] = [folder]
         where = (f"lean-ctx expand {archive_id} --lines {first}-{cut.total}" if archive_id else
                  f"list a folder (lean-ctx tree {folder if folder != '.' else 'PATH'})")
         return (f"[… capped at {cap:,} tokens: {_plural(cut.unsent, 'line')} of the {cut.total:,}-line listing not"
                 f" sent (~{cut.rest_tokens:,} tokens) · the rest: {where}, or use a smaller --depth or"
                 " --max-entries]")
 
-    text, cut = cap_lines(lines, cap - 1, notice, encoding=encoding)  # - 1: the final newline
+    if not as_json:
+        text, cut = cap_lines(lines, cap - 1, notice, encoding=encoding)  # - 1: the final newline
+    else:
+        costed = lines[:1] + [f"{ln}\n{msgspec.json.encode(e).decode()}," for ln, e in zip(lines[1:], entries)]
+        _, cut = cap_lines(costed, cap - 1 - _JSON_FIELDS_TOKENS, notice, encoding=encoding)
+        text = "\n".join(lines) if cut is None else "\n".join([*lines[: cut.head], notice(cut)])
     if cut is None:
-        return text, None, None
+        return text, None, None, None
     if archive is not None:
         archive.put(full)
-    return text, cut, archive_id
+    return text, cut, archive_id, next_folder[0] if next_folder else None

@@ -76,8 +76,10 @@ def tree_cmd(
     from ...ops.tree import tree
 
     st = state(ctx)
-    ans = tree(st.project_root(), _path_arg(st, path) if path else None, depth=depth, max_entries=max_entries)
-    if st.want_json(json_):
+    as_json = st.want_json(json_)  # the cap then holds for the JSON, entries included
+    ans = tree(st.project_root(), _path_arg(st, path) if path else None, depth=depth, max_entries=max_entries,
+               as_json=as_json)
+    if as_json:
         emit_json(ans)
         return
     sys.stdout.write(ans.text)

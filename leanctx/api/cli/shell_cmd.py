@@ -7,6 +7,10 @@ secret-redacted output and exits with CMD's exit code (124 on a timeout).
 Token counts (shell, compress, expand) use ``$LEAN_CTX_MODEL`` (a model name such as
 ``gemini-2.5-pro``, or an encoding spec such as ``cl100k_base*1.1``; default ``o200k_base``);
 the events record it in their ``encoding`` field.
+
+``--json``: shell prints every field ``ctx_shell`` returns (``capped`` and ``capped_archive_id``
+included; null ones too) plus ``command``; compress prints the same minus the run's fields
+(exit code, duration, timeout, capture, command); expand prints the ``Expansion``.
 """
 
 from __future__ import annotations
@@ -40,13 +44,22 @@ def _env_pairs(items: list[str]) -> dict[str, str]:
     return env_pairs(items, option="--env takes NAME=VALUE")
 
 
-def _shell_json(r) -> dict:  # type: ignore[no-untyped-def]
-    return {
-        "exit_code": r.exit_code, "raw_tokens": r.raw_tokens, "sent_tokens": r.sent_tokens, "text": r.text,
-        "archive_id": r.archive_id, "pattern": r.pattern, "omitted_lines": r.omitted_lines,
-        "duration_ms": r.duration_ms, "redactions": r.redactions, "timed_out": r.timed_out,
-        "captured": r.captured, "budget_warning": r.budget_warning, "command": r.command,
-    }
+_SHELL_KEYS = ("exit_code", "raw_tokens", "sent_tokens", "text", "archive_id", "pattern", "omitted_lines",
+               "duration_ms", "redactions", "timed_out", "captured", "budget_warning", "command")
+_COMPRESS_KEYS = ("raw_tokens", "sent_tokens", "text", "archive_id", "pattern", "omitted_lines", "redactions",
+                  "budget_warning", "capped", "capped_archive_id")
+
+
+def _shell_json(r, keys: tuple[str, ...] = _SHELL_KEYS) -> dict:  # type: ignore[no-untyped-def]
+    """The ``--json`` of shell (every field of ``ShellResult``, as ``ctx_shell`` returns them, but
+    ``encoding``; none left out when null) or of compress (``_COMPRESS_KEYS``)."""
+    import msgspec
+
+    d = msgspec.to_builtins(r)
+    out = {k: d[k] for k in keys}
+    if keys is _SHELL_KEYS:
+        out.update((k, v) for k, v in d.items() if k not in out and k != "encoding")
+    return out
 
 
 def shell_cmd(
@@ -115,9 +128,7 @@ def compress_cmd(
     if st.want_json(json_):
         from .render import emit_json
 
-        emit_json({"raw_tokens": r.raw_tokens, "sent_tokens": r.sent_tokens, "text": r.text,
-                   "archive_id": r.archive_id, "pattern": r.pattern, "omitted_lines": r.omitted_lines,
-                   "redactions": r.redactions, "budget_warning": r.budget_warning})
+        emit_json(_shell_json(r, _COMPRESS_KEYS))
     else:
         sys.stdout.write(r.text + ("\n" if r.text else ""))
 

@@ -22,7 +22,7 @@ file outside the write transaction; this handler runs inside it and decides, exa
   were sent and where the rest is (``archive.created``).
 - **scent and budget.** Another agent's active claim is noted inline (``[scent: claimed by
   cursor-dev-1, 4m ago]``); every read deposits HOT on the file, and a full read that is a
-  *bounce* (a compressed read of the same path and content in this conversation at most 3
+  *bounce* (a non-stub compressed read of the same path and content in this conversation at most 3
   calls before: the savings projection's definition) also deposits STUCK, in the same
   transaction; ``enforce_budget`` refuses the
   whole call with ``BUDGET_EXCEEDED`` at 100 %; the tokens sent are consumed and at >= 80 % the
@@ -365,7 +365,9 @@ def record(ctx: CommandContext, cmd: RecordRead) -> list[ReadAnswer]:
         compressed: set[tuple[str, str]] = set()  # earlier answers of this very call
         for a in done:
             key = (a.f.path, a.f.content_hash)
-            if a.stub or a.view.mode != "full":
+            if a.stub:  # a reference, not a compressed view: never bounces
+                continue
+            if a.view.mode != "full":
                 compressed.add(key)
                 continue
             if key in compressed or is_bounce(ctx, a.f.path, a.f.content_hash):
@@ -381,7 +383,8 @@ def record(ctx: CommandContext, cmd: RecordRead) -> list[ReadAnswer]:
                      lines=f.lines, raw_tokens=f.raw_tokens, sent_tokens=a.tokens, stub=a.stub, fresh=cmd.fresh,
                      ref=a.ref, archive_id=a.archive.archive_id if a.archive else None, redactions=f.redactions,
                      session_id=session, encoding=cmd.encoding,
-                     view_tokens=a.view.tokens if a.capped else None, deferred_tokens=a.deferred if a.capped else None),
+                     view_tokens=a.view.tokens if a.capped else None, deferred_tokens=a.deferred if a.capped else None,
+                     plain_tokens=a.view.tokens if a.view.mode.startswith("lines:") and not a.stub else None),
         )
         if a.archive is not None:
             ai = a.archive

@@ -12,7 +12,8 @@
   answers never are.
 - **Bounces.** The savings projection's definition (``leanctx.projections.savings``): a full,
   non-stub read bounces when the same conversation (agent, session id or ``""``) made a
-  compressed read (a stub, or a mode other than ``full``) of the same path and content hash at
+  compressed read (a non-stub read in a mode other than ``full``: a stub is a reference, not a
+  view, and never bounces) of the same path and content hash at
   most ``BOUNCE_WINDOW`` calls before it, with no full read of that path in between. The
   handler asks that projection itself, brought current inside the transaction, so the STUCK
   deposit and the savings report count exactly the same bounces.
@@ -67,7 +68,7 @@ def _compressed_read_on_record(conn: Any, agent: str, session: str, path: str, c
     for sv, payload, _ in _reads(conn, agent, content_hash):
         ev = decode_payload("file.read", sv, payload)
         if (isinstance(ev, FileRead) and ev.path == path and (ev.session_id or "") == session
-                and (ev.stub or savings_mode(ev.mode) != "full")):
+                and not ev.stub and savings_mode(ev.mode) != "full"):
             return True
     return False
 

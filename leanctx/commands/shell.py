@@ -7,7 +7,9 @@ decide and record, inside the bus's write transaction:
 - ``shell.record``: a command ran (or captured output was compressed). Emits
   ``archive.created`` on ``archive:<id>`` the first time the log hears of that archive,
   ``shell.ran`` on ``shell:<session or agent>``, and ``budget.consumed`` for the tokens sent.
-  It never refuses on budget: the command has already run and its output is spent.
+  It never refuses on budget: the command has already run and its output is spent. A capped
+  answer's accounting (``answer_tokens``, ``deferred_tokens``, ``capped_archive_id``) is
+  recorded on ``shell.ran`` as given: all three or none, and its archive among those recorded.
 - ``shell.check``: the budget guard of a run, dispatched only when a read-only pre-check
   found the agent's budget exhausted, so that the refusal (``BUDGET_EXCEEDED``) is decided
   under the write lock and recorded in the log like every other refusal.
@@ -66,6 +68,11 @@ class RecordShell(Command, frozen=True):
     captured: bool = False
     redactions: int = 0
     encoding: str = "o200k_base"
+    # a capped answer (all three, or none): tokens of the whole answer the cap cut, of the part
+    # of it not sent, and the archive of that whole answer (one of ``archive``/``extra_archives``)
+    answer_tokens: int | None = None
+    deferred_tokens: int | None = None
+    capped_archive_id: str | None = None
 
 
 class CheckShellBudget(Command, frozen=True):
@@ -111,6 +118,25 @@ def _consume(ctx: CommandContext, tokens: int, tool: str) -> BudgetState | None:
     return make_state(ctx.actor, limit, used + tokens)
 
 
+def _check_cap_fields(cmd: RecordShell, archives: list[ArchiveInfo]) -> None:
+    """A capped run's accounting: all three fields or none, deferred <= answer, and the
+    capped answer's archive among those recorded (its rest must be expandable)."""
+    given = (cmd.answer_tokens is not None, cmd.deferred_tokens is not None, cmd.capped_archive_id is not None)
+    if not any(given):
+        return
+    if not all(given):
+        raise InvalidInput("SHELL_INVALID_RECORD",
+                           "a capped run records answer_tokens, deferred_tokens and capped_archive_id together")
+    assert cmd.answer_tokens is not None and cmd.deferred_tokens is not None
+    answer = _count(cmd.answer_tokens, "answer_tokens")
+    if _count(cmd.deferred_tokens, "deferred_tokens") > answer:
+        raise InvalidInput("SHELL_INVALID_RECORD",
+                           f"deferred_tokens ({cmd.deferred_tokens}) cannot exceed answer_tokens ({answer})")
+    if cmd.capped_archive_id not in {a.archive_id for a in archives}:
+        raise InvalidInput("SHELL_OMISSION_WITHOUT_ARCHIVE",
+                           f"the capped answer's archive {cmd.capped_archive_id!r} is not among the archives recorded")
+
+
 @handles(
     RecordShell,
     emits=("archive.created", "shell.ran", "budget.consumed"),
@@ -127,8 +153,10 @@ def record_shell(ctx: CommandContext, cmd: RecordShell) -> ShellRecorded:
         raise InvalidInput(
             "SHELL_OMISSION_WITHOUT_ARCHIVE", "lines were omitted but no archive was given: nothing may be dropped silently"
         )
+    archives = [*([cmd.archive] if cmd.archive is not None else []), *cmd.extra_archives]
+    _check_cap_fields(cmd, archives)
     created = False
-    for a in [*([cmd.archive] if cmd.archive is not None else []), *cmd.extra_archives]:
+    for a in archives:
         _check_archive(a)
         stream = f"archive:{a.archive_id}"
         if ctx.tx.stream_version(stream) == 0:
@@ -150,6 +178,9 @@ def record_shell(ctx: CommandContext, cmd: RecordShell) -> ShellRecorded:
             redactions=cmd.redactions,
             session_id=ctx.session_id,
             encoding=cmd.encoding,
+            answer_tokens=cmd.answer_tokens,
+            deferred_tokens=cmd.deferred_tokens,
+            capped_archive_id=cmd.capped_archive_id,
         ),
     )
     budget = _consume(ctx, cmd.sent_tokens, "ctx_compress" if cmd.captured else "ctx_shell")

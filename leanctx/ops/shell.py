@@ -22,7 +22,10 @@ how many lines (and about how many tokens) were left out with the ``lean-ctx exp
 single line too long to send is cut by characters (``--lines 'L[A-B]'`` gets the rest).
 ``shell.ran`` records the tokens actually sent and ``omitted_lines`` counts the lines left out
 by compression plus those cut by the cap. It names one archive: the full output's when
-compression omitted lines (its id is in the markers), else the capped answer's.
+compression omitted lines (its id is in the markers), else the capped answer's. A capped run
+also records, for the savings accounting, the tokens of the whole answer the cap cut
+(``answer_tokens``), those of it not sent (``deferred_tokens``: the notice's ``~N tokens``)
+and the capped answer's archive (``capped_archive_id``).
 
 Standard input: ``stdin`` (a file descriptor or a file object) is given to the command as its
 standard input; the CLI passes its own when it is not a terminal (``echo x | lean-ctx shell --
@@ -249,16 +252,23 @@ def _process(
     if info is not None:  # written before the events that name it
         store.put(full)
     text = "\n".join([body, *notes]) if notes else body
+    answer = text
     text, cut_info, cut = _cap(store, text, cap_tokens, encoding)
+    answer_tokens = deferred = None
     if cut is not None:
         omitted += cut.unsent
         info = info or cut_info
+        # the savings accounting of a cap (what the answer covered, what it deferred)
+        answer_tokens = count_tokens(answer, encoding)
+        deferred = min(max(cut.rest_tokens, 0), answer_tokens)
     sent_tokens = count_tokens(text, encoding)
     rec = lc.bus.dispatch(
         RecordShell(command=cmd_text[:2000], pattern=pattern, exit_code=exit_code, raw_tokens=raw_tokens,
                     sent_tokens=sent_tokens, omitted_lines=omitted, archive=info, duration_ms=round(duration_ms, 3),
                     captured=captured, redactions=redactions, encoding=encoding,
-                    extra_archives=[cut_info] if cut_info is not None and cut_info is not info else []),
+                    extra_archives=[cut_info] if cut_info is not None and cut_info is not info else [],
+                    answer_tokens=answer_tokens, deferred_tokens=deferred,
+                    capped_archive_id=cut_info.archive_id if cut_info is not None else None),
         actor=actor, session_id=session_id, project=project, now=now,
     ).value
     budget: BudgetState | None = rec.budget

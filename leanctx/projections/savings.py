@@ -5,31 +5,51 @@ Folds ``file.read``, ``shell.ran``, ``search.ran``, ``archive.expanded``, ``file
 report groups by: agent, tool, mode, command family, file extension, UTC day) and a few
 bookkeeping tables. Reports are ``GROUP BY`` queries over those rows (:func:`report`,
 :func:`daily`, :func:`bounced_files`, in ``leanctx.projections.savings_report`` and
-re-exported here).
+re-exported here); the per-event rules (baselines, deferral, dimensions) are in
+``leanctx.projections.savings_rules``.
 
 **Accounting.** ``raw`` is what a plain tool would have sent, ``sent`` what lean-ctx sent, and
 ``saved = raw − sent`` for every row and every group — negative savings are kept, never
 clamped. Per kind:
 
-- ``file.read`` / ``shell.ran`` / ``search.ran``: raw and sent as recorded on the event, except
-  for a capped read (below).
+- ``file.read``: raw is what a plain read of what was asked would have sent: the whole file
+  (``raw_tokens``) for every mode that reads the whole file (full, map, signatures, diff,
+  aggressive, entropy, task: they compress the file), but for a ``lines:`` read only those
+  lines, as a plain ranged read sends them: the event's ``plain_tokens`` (the lines view's
+  body; a capped ``lines:`` read without it: its ``view_tokens``, the view being those lines).
+  A ``lines:`` read without either (written before the field) counts ``min(raw, sent)``:
+  neither a saving nor a cost, since what a plain ranged read would have sent is unknown.
+- a **stub** (``stub`` true: ``[unchanged N lines]``) counts what it stands for: what
+  re-sending the answer it replaces would have cost, at most what a plain read of it would
+  have — ``min(raw, sent)`` of the earlier whole (uncapped, non-stub) delivery of the same path,
+  mode key (``lines:1-10``, ``map``, ...) and content hash in the conversation
+  (``savings_views``). So a stub of a full read saves the file, a stub of a 10-line view saves
+  those 10 lines, a stub of a map saves the map. Without such a delivery on record: ``min(raw,
+  sent)``.
+- ``shell.ran`` / ``search.ran``: raw and sent as recorded on the event, except for a capped
+  answer (below).
 - a **capped read** (a ``file.read`` with an ``archive_id``): a cap defers content to an
-  archive, it does not compress it, so only the part of the file the answer covered is raw:
-  ``raw × (view_tokens − deferred_tokens) / view_tokens`` (integer division; for a ``full``
-  read, where the view is the file, that is ``raw − deferred_tokens``); the rest of the raw is
-  the row's ``deferred_tokens``. An event without those fields (written before them) counts
-  ``min(raw, sent)``: neither a saving nor a cost, since what it covered is unknown.
+  archive, it does not compress it, so only the part of the baseline the answer covered is raw:
+  ``baseline × (view_tokens − deferred_tokens) / view_tokens`` (integer division; for a ``full``
+  read, where the view is the file, that is ``raw − deferred_tokens``); the rest of the baseline
+  is the row's ``deferred_tokens``. An event without those fields (written before them) counts
+  ``min(baseline, sent)``: neither a saving nor a cost, since what it covered is unknown.
+- a **capped shell answer** (a ``shell.ran`` with ``capped_archive_id``, ``answer_tokens`` and
+  ``deferred_tokens``): likewise ``raw × (answer_tokens − deferred_tokens) / answer_tokens`` is
+  raw, the rest deferred (owed to ``capped_archive_id``, the archive the cap notice names). A
+  ``--raw`` run cut by the cap thus saves about nothing. Events without the fields count their
+  whole raw (as before them).
 - ``archive.expanded``: raw 0 (the plain tool's baseline is already counted by the call that
   produced the archive), sent as recorded, so ``saved = −sent`` — except that expanding what a
   cap deferred *in the same conversation* gets its raw back: up to the deferred tokens still
   owed for that archive (``savings_deferred``, per archive and conversation; a view that
   compressed the file scales them back to raw), the expansion's raw is what it delivered of
-  them, and its ``deferred_tokens`` are negative by as much. So a capped read plus the
-  expansion of its rest saves what reading the file whole would have, and re-expanding what
+  them, and its ``deferred_tokens`` are negative by as much. So a capped read (or shell run)
+  plus the expansion of its rest saves what the plain tool would have, and re-expanding what
   was already sent is a cost. The row is charged to the tool
   (and mode / family / extension / path) of the call whose answer was archived: known from the
-  context event that carries the ``archive_id``, else from ``archive.created``'s ``source``,
-  else the tool is ``expand``.
+  context event that carries the ``archive_id`` (or ``capped_archive_id``), else from
+  ``archive.created``'s ``source``, else the tool is ``expand``.
 - ``file.edited``: raw = sent (a plain edit tool answers about as much): neither a saving nor
   a cost.
 
@@ -44,16 +64,21 @@ counted: only calls that produced a context event (read, shell, search, expand, 
 counter, so coordination traffic (heartbeats, chat, locks) never pushes a bounce out of its
 window, and refused calls (no context event) do not count.
 
-**Bounce.** A *compressed read* is a ``file.read`` with ``stub`` true or a mode other than
-``full``. It *bounces* when, later in the same conversation, a ``file.read`` of the same path
-and the same ``content_hash`` with mode ``full`` and ``stub`` false happens at most 3 calls
-after it (call index difference 0-3: the same call, or one of the next 3 calls). Requiring the
-same content hash means a re-read after the file changed (an edit in between, say) is a new
-need, not a bounce. One full read bounces every compressed read of that path still in its
-window; a compressed read bounces at most once. A bounced read's savings are retracted and its
-tokens counted as waste: its row gets raw 0 (the full read that followed carries the same raw),
-so its ``saved`` is ``−sent`` and ``wasted_tokens = sent``. Each bounce is also recorded in
-``savings_bounces`` (per file, per mode). Projections never emit: nothing is deposited here.
+**Bounce.** A *compressed read* is a non-stub ``file.read`` with a mode other than ``full``.
+A stub is not one: it sent ~13 tokens of reference to an answer the conversation holds, not a
+compressed view, so it neither bounces nor is bounced. A full, non-stub ``file.read`` of the
+same path and the same ``content_hash`` later in the same conversation, at most 3 calls after a
+compressed read (call index difference 0-3: the same call, or one of the next 3), is **one
+bounce**, however many compressed reads of the path are in its window — exactly the reads
+``leanctx.commands.read_rules.is_bounce`` deposits one STUCK for. Requiring the same content
+hash means a re-read after the file changed (an edit in between, say) is a new need, not a
+bounce. Every compressed read of that path in the window has its savings retracted and its
+tokens counted as waste: its row gets raw 0 (the full read that followed carries the plain
+read's raw), so its ``saved`` is ``−sent`` and ``wasted_tokens = sent`` (each read once: the
+full read answers them all, none can bounce again). The bounce itself (``bounced`` = 1) is
+charged to the closest of them (the last before the full read) and recorded once in
+``savings_bounces`` with that read's mode and the waste of all of them. Projections never
+emit: nothing is deposited here.
 
 Rows are a pure function of the events (``day`` is the first 10 characters of ``ts``), so a
 replay gives digest-equal tables. The command family of a shell run comes from the engine's
@@ -64,8 +89,6 @@ pattern name (``git_status`` → ``git``) or, when the output went raw/generic, 
 
 from __future__ import annotations
 
-import posixpath
-import re
 from typing import Any
 
 from ..events import StoredEvent
@@ -91,18 +114,30 @@ from .savings_report import (  # noqa: F401 - the queries, re-exported: savings.
     first_day,
     last_day,
     report,
+    savings_pct,
+)
+from .savings_rules import (  # noqa: F401 - re-exported: savings.file_ext(...)
+    NO_EXT,
+    _defer,
+    _norm_mode,
+    _redeem_deferred,
+    _stub_baseline,
+    capped_read_baseline,
+    capped_shell_baseline,
+    command_family,
+    file_ext,
+    read_baseline,
 )
 
 ANONYMOUS = "anonymous"
 BOUNCE_WINDOW = 3  # a full read at most this many calls after the compressed one is a bounce
-NO_EXT = "(none)"
-_PATTERN_SPLIT = re.compile(r"[:_.\s/-]")
-_UNFAMILIAR = {"", "raw", "generic"}
 
 
 class Savings(Projection):
     name = "savings"
-    version = 2  # 2: capped reads count only the part they covered (deferred_tokens, savings_deferred)
+    version = 3  # 2: capped reads count only the part they covered (deferred_tokens, savings_deferred)
+    # 3: capped shell answers likewise; one bounce per full read, stubs never bounce; stubs count
+    #    the view they stand for (savings_views), ``lines:`` reads the plain text of those lines
     kinds = frozenset({"file.read", "shell.ran", "search.ran", "archive.expanded", "file.edited", "archive.created"})
     consistency = "eventual"  # nothing decides on it: it catches up before it is read
     tables = {
@@ -163,6 +198,15 @@ class Savings(Projection):
             view_left  INTEGER NOT NULL,
             PRIMARY KEY (archive_id, agent, session)
         )""",
+        "savings_views": """CREATE TABLE IF NOT EXISTS savings_views (
+            agent        TEXT NOT NULL,
+            session      TEXT NOT NULL,
+            path         TEXT NOT NULL,
+            mode         TEXT NOT NULL,
+            content_hash TEXT NOT NULL,
+            tokens       INTEGER NOT NULL,
+            PRIMARY KEY (agent, session, path, mode, content_hash)
+        )""",
         "savings_archives": """CREATE TABLE IF NOT EXISTS savings_archives (
             archive_id TEXT PRIMARY KEY,
             source     TEXT,
@@ -195,20 +239,29 @@ class Savings(Projection):
                                "raw": 0, "baseline": 0, "sent": 0, "expansion": 0, "encoding": None, "deferred": 0}
         if isinstance(ev, FileRead):
             mode = "stub" if ev.stub else _norm_mode(ev.mode)
-            covered, view_left = capped_read_baseline(ev)
+            if ev.stub:
+                base = covered = _stub_baseline(conn, agent, session, ev)
+                view_left = 0
+            else:
+                base, covered, view_left = read_baseline(ev)
             row.update(tool="read", mode=mode, ext=file_ext(ev.path), path=ev.path, raw=ev.raw_tokens,
-                       baseline=covered, sent=ev.sent_tokens, encoding=ev.encoding,
-                       deferred=ev.raw_tokens - covered)
+                       baseline=covered, sent=ev.sent_tokens, encoding=ev.encoding, deferred=base - covered)
             if ev.archive_id and row["deferred"] > 0:
+                _defer(conn, ev.archive_id, agent, session, row["deferred"], view_left)
+            if not ev.stub and not ev.archive_id:  # what a later stub of this answer stands for
                 conn.execute(
-                    "INSERT INTO savings_deferred (archive_id, agent, session, raw_left, view_left)"
-                    " VALUES (?, ?, ?, ?, ?) ON CONFLICT(archive_id, agent, session) DO UPDATE SET"
-                    " raw_left = raw_left + excluded.raw_left, view_left = view_left + excluded.view_left",
-                    (ev.archive_id, agent, session, row["deferred"], view_left),
+                    "INSERT INTO savings_views (agent, session, path, mode, content_hash, tokens)"
+                    " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(agent, session, path, mode, content_hash)"
+                    " DO UPDATE SET tokens = excluded.tokens",
+                    (agent, session, ev.path, ev.mode, ev.content_hash, max(0, min(covered, ev.sent_tokens))),
                 )
         elif isinstance(ev, ShellRan):
+            covered, view_left = capped_shell_baseline(ev)
             row.update(tool="shell", family=command_family(ev.pattern, ev.command), raw=ev.raw_tokens,
-                       baseline=ev.raw_tokens, sent=ev.sent_tokens, encoding=ev.encoding)
+                       baseline=covered, sent=ev.sent_tokens, encoding=ev.encoding,
+                       deferred=ev.raw_tokens - covered)
+            if ev.capped_archive_id and row["deferred"] > 0:
+                _defer(conn, ev.capped_archive_id, agent, session, row["deferred"], view_left)
         elif isinstance(ev, SearchRan):
             row.update(tool="search", raw=ev.raw_tokens, baseline=ev.raw_tokens, sent=ev.sent_tokens,
                        encoding=ev.encoding)
@@ -235,16 +288,18 @@ class Savings(Projection):
              row["family"], row["ext"], row["path"], row["raw"], row["baseline"], row["sent"], row["expansion"],
              row["encoding"], row["deferred"]),
         )
-        archive_id = getattr(ev, "archive_id", None)
-        if archive_id and not isinstance(ev, ArchiveExpanded):
+        ids = [] if isinstance(ev, ArchiveExpanded) else [getattr(ev, "archive_id", None)]
+        if isinstance(ev, ShellRan) and ev.capped_archive_id != ev.archive_id:
+            ids.append(ev.capped_archive_id)
+        for archive_id in filter(None, ids):
             conn.execute(
                 "INSERT INTO savings_archives (archive_id, tool, mode, family, ext, path) VALUES (?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT(archive_id) DO UPDATE SET tool = excluded.tool, mode = excluded.mode,"
                 " family = excluded.family, ext = excluded.ext, path = excluded.path",
                 (archive_id, row["tool"], row["mode"], row["family"], row["ext"], row["path"]),
             )
-        if isinstance(ev, FileRead):
-            if ev.stub or row["mode"] != "full":
+        if isinstance(ev, FileRead) and not ev.stub:  # a stub is not a compressed read: it never bounces
+            if row["mode"] != "full":
                 conn.execute(
                     "INSERT INTO savings_pending (position, agent, session, path, content_hash, call_index)"
                     " VALUES (?, ?, ?, ?, ?, ?)",
@@ -252,42 +307,6 @@ class Savings(Projection):
                 )
             else:
                 _resolve_bounces(conn, event, agent, session, ev, call)
-
-
-def capped_read_baseline(ev: FileRead) -> tuple[int, int]:
-    """(raw tokens the answer covered, view tokens it deferred) of a read (see the module doc):
-    ``(raw, 0)`` unless capped."""
-    raw = ev.raw_tokens
-    if not ev.archive_id or ev.stub:
-        return raw, 0
-    if ev.view_tokens is None or ev.deferred_tokens is None or ev.view_tokens <= 0:
-        covered = max(0, min(raw, ev.sent_tokens))  # written before the fields: what it covered is unknown
-        return covered, raw - covered
-    deferred = min(max(ev.deferred_tokens, 0), ev.view_tokens)
-    return raw * (ev.view_tokens - deferred) // ev.view_tokens, deferred
-
-
-def _redeem_deferred(conn: Any, archive_id: str, agent: str, session: str, sent: int) -> int:
-    """The raw tokens an expansion of ``sent`` tokens gets back from what caps deferred into
-    ``archive_id`` in this conversation (and take them off what is still owed)."""
-    row = conn.execute(
-        "SELECT raw_left, view_left FROM savings_deferred WHERE archive_id = ? AND agent = ? AND session = ?",
-        (archive_id, agent, session),
-    ).fetchone()
-    if row is None or sent <= 0:
-        return 0
-    raw_left, view_left = int(row[0]), int(row[1])
-    used = min(sent, view_left)
-    back = raw_left if used >= view_left else raw_left * used // view_left
-    if used >= view_left:
-        conn.execute("DELETE FROM savings_deferred WHERE archive_id = ? AND agent = ? AND session = ?",
-                     (archive_id, agent, session))
-    else:
-        conn.execute(
-            "UPDATE savings_deferred SET raw_left = ?, view_left = ? WHERE archive_id = ? AND agent = ? AND session = ?",
-            (raw_left - back, view_left - used, archive_id, agent, session),
-        )
-    return back
 
 
 def _next_call(conn: Any, agent: str, session: str, call_id: str) -> int:
@@ -319,41 +338,20 @@ def _resolve_bounces(conn: Any, event: StoredEvent, agent: str, session: str, ev
         " ORDER BY p.position",
         (agent, session, ev.path, ev.content_hash, call - BOUNCE_WINDOW),
     ).fetchall()
-    for pos, idx, mode, sent, ts, day in pending:
-        conn.execute(
-            "UPDATE savings_calls SET bounced = 1, baseline_tokens = 0, wasted_tokens = sent_tokens WHERE position = ?",
-            (pos,),
+    if pending:
+        # one bounce per full read: charged to the closest compressed read before it; every
+        # compressed read in the window has its savings retracted and its tokens wasted, once
+        conn.executemany(
+            "UPDATE savings_calls SET baseline_tokens = 0, wasted_tokens = sent_tokens"
+            " WHERE position = ?",
+            [(p[0],) for p in pending],
         )
+        pos, idx, mode, _, ts, day = pending[-1]
+        conn.execute("UPDATE savings_calls SET bounced = 1 WHERE position = ?", (pos,))
         conn.execute(
             "INSERT INTO savings_bounces (position, full_position, ts, day, agent, session, path, mode, calls_between,"
             " wasted_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (pos, event.position, ts, day, agent, session, ev.path, mode, call - idx, sent),
+            (pos, event.position, ts, day, agent, session, ev.path, mode, call - idx, sum(p[3] for p in pending)),
         )
     # the full read answers every earlier compressed read of this path: none can bounce later
     conn.execute("DELETE FROM savings_pending WHERE agent = ? AND session = ? AND path = ?", (agent, session, ev.path))
-
-
-# --- derived dimensions (pure) ------------------------------------------------------------
-def _norm_mode(mode: str) -> str:
-    """``lines:10-20,30-40`` → ``lines``; ``Full`` → ``full``."""
-    return (mode or "").strip().lower().split(":", 1)[0] or "full"
-
-
-def file_ext(path: str) -> str:
-    """Lower-case extension of the file name (``.py``), ``(none)`` without one (``Makefile``, ``.env``)."""
-    name = posixpath.basename((path or "").replace("\\", "/"))
-    stem, dot, ext = name.rpartition(".")
-    return f".{ext.lower()}" if dot and stem and ext else NO_EXT
-
-
-def command_family(pattern: str, command: str) -> str:
-    """The shell family of a run: the pattern's first word (``git_status`` → ``git``), else, for
-    raw or generic output, the family the engine's dispatch gives the command, else ``other``."""
-    base = _PATTERN_SPLIT.split((pattern or "").strip().lower(), maxsplit=1)[0]
-    if base not in _UNFAMILIAR:
-        return base
-    from ..context.shell import parse_command
-    from ..context.shell.patterns import select
-
-    name, _ = select(parse_command(command or ""), [])
-    return name if name not in _UNFAMILIAR else "other"

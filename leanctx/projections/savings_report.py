@@ -30,7 +30,7 @@ class SavingsRow(msgspec.Struct, frozen=True):
     raw_tokens: int
     sent_tokens: int
     saved_tokens: int  # raw_tokens − sent_tokens, negative when lean-ctx cost more
-    savings_pct: float | None  # 100 · saved / raw (None when raw is 0)
+    savings_pct: float | None  # 100 · saved / raw; None when raw is ~0 (see ``savings_pct``)
     bounces: int
     wasted_tokens: int
     expansions: int
@@ -88,10 +88,22 @@ _AGG = (f"{CALL_COUNT}, COALESCE(SUM(baseline_tokens), 0), COALESCE(SUM(sent_tok
         " COALESCE(SUM(deferred_tokens), 0)")
 
 
+PCT_MAX_RATIO = 100  # past sent = 100 × raw, a percentage of raw says nothing (saved tokens do)
+
+
+def savings_pct(raw: int, sent: int) -> float | None:
+    """``100 · (raw − sent) / raw``, rounded to 0.1; None (shown ``-``) when raw is 0 or less, or
+    so small next to what was sent (``sent > 100 × raw``: under −9,900 %) that the ratio is
+    noise — a group whose raw was retracted by bounces, say (its saved tokens still say it)."""
+    if raw <= 0 or sent > PCT_MAX_RATIO * raw:
+        return None
+    return round(100.0 * (raw - sent) / raw, 1)
+
+
 def _row(group: dict[str, str], calls: int, raw: int, sent: int, bounces: int, wasted: int, expansions: int,
          recorded: int, deferred: int) -> SavingsRow:
     saved = raw - sent
-    pct = round(100.0 * saved / raw, 1) if raw else None
+    pct = savings_pct(raw, sent)
     return SavingsRow(group, calls, raw, sent, saved, pct, bounces, wasted, expansions, recorded, deferred)
 
 

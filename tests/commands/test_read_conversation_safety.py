@@ -267,8 +267,23 @@ def test_no_agent_no_stuck(lc: LeanCtx, project: Path) -> None:
     assert _stuck(lc) == []
 
 
-def test_a_stub_counts_as_a_compressed_read(lc: LeanCtx, project: Path) -> None:
+def test_a_stub_is_not_a_compressed_read(lc: LeanCtx, project: Path) -> None:
     _read(lc, project, "src/app.py", "full")
-    assert _read(lc, project, "src/app.py", "full").stub  # a stub: compressed, by the savings definition
+    assert _read(lc, project, "src/app.py", "full").stub  # a reference to what it holds, not a view
     _read(lc, project, "src/app.py", "full", fresh=True)  # came back for the content anyway
-    assert _stuck(lc) == ["src/app.py"]
+    assert _stuck(lc) == []  # no bounce: the savings projection agrees (one rule for both)
+
+
+def test_a_line_range_read_records_its_plain_tokens_and_is_measured_against_them(lc: LeanCtx, project: Path) -> None:
+    """What a plain ranged read would have sent is the baseline of a ``lines:`` read, not the file."""
+    from leanctx.context.tokens import count_tokens
+    from leanctx.projections.savings import report
+
+    a = _read(lc, project, "src/app.py", "lines:1-3")
+    ev = [payload_dict(e.payload) for e in lc.store.read_all(0) if e.kind == "file.read"][-1]
+    assert ev["plain_tokens"] is not None and 0 < ev["plain_tokens"] < a.raw_tokens
+    assert ev["plain_tokens"] <= a.sent_tokens <= ev["plain_tokens"] + count_tokens(a.text.split("\n", 1)[0]) + 2
+    lc.projections.ensure_current(["savings"])
+    t = report(lc.projections.reader("savings"), by=("tool",)).totals
+    assert t.raw_tokens == ev["plain_tokens"]  # not the whole file's raw_tokens
+    assert not _read(lc, project, "src/app.py", "full").stub  # and other modes are untouched

@@ -182,3 +182,20 @@ def test_gain_does_not_count_a_capped_reads_rest_as_saved(tmp_path: Path) -> Non
     after = json.loads(_cli(tmp_path, "gain", "--json").stdout)["totals"]
     assert after["expansions"] == 1 and after["deferred_tokens"] == 0
     assert after["raw_tokens"] == after["raw_tokens_recorded"] == read["raw_tokens"]
+
+
+def test_capped_reads_and_shell_answers_replay_digest_equal(lc: LeanCtx) -> None:
+    from leanctx.events.kinds.context import ShellRan
+
+    log = Log(lc)
+    log.call("a", capped("big.py", 60_000, 20_050, "A9", view=60_000, deferred=40_000), created("A9", 60_000))
+    log.call("a", ShellRan(command="seq 1 99999", pattern="raw", exit_code=0, raw_tokens=90_000, sent_tokens=20_000,
+                           archive_id="B1", capped_archive_id="B1", answer_tokens=90_000, deferred_tokens=70_000,
+                           session_id="s1"))
+    log.call("a", expanded("B1", 35_000))
+    before = sv.report(lc.projections.reader("savings"), by=("tool",))
+    assert before.totals.deferred_tokens == 40_000 + 35_000
+    rep = replay(lc, verify=True)
+    assert rep.ok and any(p.name == "savings" and p.match for p in rep.projections), rep
+    replay(lc)
+    assert sv.report(lc.projections.reader("savings"), by=("tool",)) == before

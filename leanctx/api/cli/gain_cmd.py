@@ -83,6 +83,7 @@ def _bar(raw: int, sent: int, scale: int) -> str:
 
 def chart(days: list[Any]) -> list[str]:
     """One line per day: the bar, then raw, sent and saved% in fixed-width columns."""
+    from ...projections.savings_report import savings_pct
     scale = max([max(d.raw_tokens, d.sent_tokens) for d in days] or [0])
     raw_w = max([len(_num(d.raw_tokens)) for d in days] + [1])
     sent_w = max([len(_num(d.sent_tokens)) for d in days] + [1])
@@ -91,7 +92,7 @@ def chart(days: list[Any]) -> list[str]:
         if d.calls == 0:
             tail = f"raw {'-'.rjust(raw_w)}  sent {'-'.rjust(sent_w)}  saved {'-':>7}"
         else:
-            pct = round(100.0 * d.saved_tokens / d.raw_tokens, 1) if d.raw_tokens else None
+            pct = savings_pct(d.raw_tokens, d.sent_tokens)
             tail = (f"raw {_num(d.raw_tokens).rjust(raw_w)}  sent {_num(d.sent_tokens).rjust(sent_w)}"
                     f"  saved {_pct(pct):>7}")
         lines.append(f"{d.day} │{_bar(d.raw_tokens, d.sent_tokens, scale)}│ {tail}")
@@ -127,7 +128,7 @@ def gain_cmd(
 
     saved = raw − sent, negative when lean-ctx cost more than a plain tool (shown as is, never clamped).
 
-    A bounce (a compressed read, then a full read of the same file within 3 calls) retracts that read's savings and counts its tokens as wasted; expanding an archive costs the tool whose output was archived.
+    A bounce (a full read of a file within 3 calls of compressed reads of it; a stub is not one) retracts those reads' savings and counts their tokens as wasted, once per full read; expanding an archive costs the tool whose output was archived; a capped answer's archived rest is deferred, not saved.
     """
     from ...projections import savings as sv
 
@@ -189,7 +190,7 @@ def gain_cmd(
         f"total: {_num(t.calls)} calls · raw {_num(t.raw_tokens)} · sent {_num(t.sent_tokens)} · "
         f"saved {_num(t.saved_tokens)} ({_pct(t.savings_pct)}) · {_num(t.bounces)} bounce{'' if t.bounces == 1 else 's'} "
         f"({_num(t.wasted_tokens)} wasted) · "
-        + (f"{_num(t.deferred_tokens)} deferred (capped reads' archived rest) · " if t.deferred_tokens else "")
+        + (f"{_num(t.deferred_tokens)} deferred (capped answers' archived rest) · " if t.deferred_tokens else "")
         + note
     )
     sys.stdout.write("\n".join(parts) + "\n")

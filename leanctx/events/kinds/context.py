@@ -32,6 +32,10 @@ class FileRead(Event, tag="file.read"):
     # sent (the ``~N tokens`` of the cap notice). A cap defers content, it does not compress it.
     view_tokens: int | None = None
     deferred_tokens: int | None = None
+    # ``lines:`` views only (else None, as on events written before the field): the tokens of the
+    # view's body, i.e. of those lines as a plain ranged read would send them (what the savings
+    # projection counts as raw for the read, instead of the whole file's ``raw_tokens``).
+    plain_tokens: int | None = None
 
 
 class ShellRan(Event, tag="shell.ran"):
@@ -49,6 +53,14 @@ class ShellRan(Event, tag="shell.ran"):
     redactions: int = 0
     session_id: str | None = None
     encoding: str = "o200k_base"
+    # capped answers only (else None, as on events written before these fields): the tokens of
+    # the whole answer the cap cut (compressed or raw, notes included), of the part of it left
+    # out and archived, not sent (the ``~N tokens`` of the cap notice), and the archive holding
+    # that whole answer (the one the notice names; ``archive_id`` is the full output's when
+    # compression also omitted lines). A cap defers content, it does not compress it.
+    answer_tokens: int | None = None
+    deferred_tokens: int | None = None
+    capped_archive_id: str | None = None
 
 
 class SearchRan(Event, tag="search.ran"):

@@ -84,6 +84,7 @@ class ExpandArchive(Command, frozen=True):
     archive_id: str
     selector: str  # full | head:N | tail:N | lines:A-B | grep:RE
     sent_tokens: int
+    encoding: str | None = None
 
 
 class ShellRecorded(msgspec.Struct, frozen=True):
@@ -201,6 +202,6 @@ def expand_archive(ctx: CommandContext, cmd: ExpandArchive) -> Expanded:
     ctx.emit(
         f"archive:{cmd.archive_id}",
         ArchiveExpanded(archive_id=cmd.archive_id, selector=cmd.selector[:MAX_SELECTOR_CHARS],
-                        sent_tokens=cmd.sent_tokens, session_id=ctx.session_id),
+                        sent_tokens=cmd.sent_tokens, session_id=ctx.session_id, encoding=cmd.encoding),
     )
     return Expanded(budget=_consume(ctx, cmd.sent_tokens, "ctx_expand"))

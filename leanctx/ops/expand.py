@@ -264,7 +264,7 @@ def expand(
     sent = count_tokens(body, encoding)
     red = redact(selector)  # a regex the agent typed could itself hold a secret
     res = lc.bus.dispatch(
-        ExpandArchive(archive_id=archive_id, selector=red.text, sent_tokens=sent),
+        ExpandArchive(archive_id=archive_id, selector=red.text, sent_tokens=sent, encoding=encoding),
         actor=actor, session_id=session_id, project=project, now=now,
     ).value
     warning = res.budget.warning_line if res.budget is not None else None

@@ -201,6 +201,9 @@ def test_cli_verbs_count_with_lean_ctx_model(tmp_path: Path, model: str | None, 
     aid = next(e["payload"]["archive_id"] for e in tail if e["kind"] == "shell.ran" and e["payload"]["archive_id"])
     expanded = json.loads(_cli(project, db, model, "expand", aid, "--lines", "1-40", "--json"))
     assert expanded["sent_tokens"] == count_tokens(expanded["text"], spec)
+    last = next(json.loads(ln) for ln in reversed(_cli(project, db, None, "events", "tail", "--json", "-n", "100")
+                                                  .splitlines()) if json.loads(ln)["kind"] == "archive.expanded")
+    assert last["payload"]["encoding"] == spec  # expansions say which tokenizer counted them too
 
 
 # --- 4. gain -----------------------------------------------------------------------------------

@@ -95,6 +95,7 @@ class ArchiveExpanded(Event, tag="archive.expanded"):
     selector: str
     sent_tokens: int
     session_id: str | None = None
+    encoding: str | None = None  # the tokenizer that counted sent_tokens (None: written before it was recorded)
 
 
 class FileEdited(Event, tag="file.edited"):

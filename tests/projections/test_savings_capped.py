@@ -27,13 +27,15 @@ DAY = "2026-03-01"
 
 
 class Log:
-    def __init__(self, lc: LeanCtx) -> None:
-        self.lc, self.seq = lc, count(1)
+    """Appends each call's events as one tool call (one correlation id), a second apart on ``day``."""
+
+    def __init__(self, lc: LeanCtx, day: str = DAY) -> None:
+        self.lc, self.seq, self.day = lc, count(1), day
 
     def call(self, actor: str, *events: Any) -> None:
         n = next(self.seq)
         self.lc.store.append(f"calls:{actor}", [
-            NewEvent(event=e, actor=actor, correlation_id=f"call-{n}", ts=f"{DAY}T10:00:{n:02d}.000000Z",
+            NewEvent(event=e, actor=actor, correlation_id=f"call-{n}", ts=f"{self.day}T10:00:{n:02d}.000000Z",
                      consistency="eventual") for e in events])
 
 

@@ -10,31 +10,24 @@ import os
 import re
 import subprocess
 import sys
-from itertools import count
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from leanctx.app import LeanCtx
-from leanctx.events import NewEvent
 from leanctx.events.kinds.context import ArchiveExpanded, FileRead, ShellRan
 from leanctx.projections import savings as sv
 from tools.replay import replay
+
+from .test_savings_capped import Log as _Log
 
 LEAN_CTX = str(Path(sys.executable).with_name("lean-ctx"))
 DAY = "2026-03-02"
 
 
-class Log:
-    def __init__(self, lc: LeanCtx) -> None:
-        self.lc, self.seq = lc, count(1)
-
-    def call(self, actor: str, *events: Any) -> None:
-        n = next(self.seq)
-        self.lc.store.append(f"calls:{actor}", [
-            NewEvent(event=e, actor=actor, correlation_id=f"call-{n}", ts=f"{DAY}T10:00:{n:02d}.000000Z",
-                     consistency="eventual") for e in events])
+def Log(lc: LeanCtx) -> _Log:
+    return _Log(lc, DAY)
 
 
 def read(path: str, mode: str, raw: int, sent: int, *, stub: bool = False, plain: int | None = None,

@@ -50,12 +50,12 @@ import msgspec
 
 from ..events.fts import quote_query
 from ..ops.files import MAX_FILE_BYTES, FileEntry, decode, is_binary, redact_text
+from .views import RACY_NS, source_digest
 
 TARGET_LINES = 40
 MIN_LINES = 10
 BATCH_FILES = 200
 BATCH_BYTES = 8_000_000
-RACY_NS = 2_000_000_000
 MAX_TERMS = 32
 BM25_WEIGHTS = (2.0, 1.0, 1.0)  # path, body, terms
 
@@ -91,11 +91,8 @@ DDL = (
 def _engine() -> str:
     """sha256 of the rules that decide what the index holds: this module (chunking, terms) and
     the redaction patterns (``leanctx/context/secrets.py``)."""
-    here = Path(__file__).resolve()
-    h = hashlib.sha256()
-    for path in (here, here.parents[1] / "context" / "secrets.py"):
-        h.update(path.read_bytes() + b"\x00")
-    return h.hexdigest()[:16]
+    package = Path(__file__).resolve().parents[1]
+    return source_digest([package / "cache" / "code_index.py", package / "context" / "secrets.py"], package)[:16]
 
 
 ENGINE = _engine()

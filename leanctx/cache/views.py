@@ -48,17 +48,26 @@ import msgspec
 
 from ..context import secrets as _secrets
 
-__all__ = ["ENGINE", "RACY_NS", "Blob", "FileStat", "View", "ViewCache", "options_key", "stat_is_trusted", "views_for"]
+__all__ = ["ENGINE", "RACY_NS", "Blob", "FileStat", "View", "ViewCache", "options_key", "source_digest",
+           "stat_is_trusted", "views_for"]
 
 VIEWS_VERSION = 2  # bump when a read mode's output changes in a way cached views must not outlive
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 PRUNE_EVERY = 200  # writes between size checks
-RACY_NS = 2_000_000_000  # a stat within this of its hash is "racily clean": never trusted (as code_index)
+RACY_NS = 2_000_000_000  # a stat within this of its hash is "racily clean": never trusted (code_index too)
 
 
 # Outside ``leanctx/context``, the modules that shape what a blob or view holds: decoding and
 # line endings (``read_load``), redaction of files (``files.redact_text``).
 _SHAPERS = ("ops/read_load.py", "ops/files.py")
+
+
+def source_digest(files: list[Path], base: Path) -> str:
+    """sha256 over source files, each with its path relative to ``base`` (a rename counts)."""
+    h = hashlib.sha256()
+    for path in files:
+        h.update(path.relative_to(base).as_posix().encode() + b"\x00" + path.read_bytes() + b"\x00")
+    return h.hexdigest()
 
 
 def _code_digest(root: Path | None = None) -> str:
@@ -67,11 +76,9 @@ def _code_digest(root: Path | None = None) -> str:
     by other code is never served: no release needs to remember to bump ``VIEWS_VERSION``."""
     package = Path(__file__).resolve().parents[1]
     root = root or package / "context"
-    h = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        h.update(path.relative_to(root).as_posix().encode() + b"\x00" + path.read_bytes() + b"\x00")
-    for rel in _SHAPERS if root == package / "context" else ():
-        h.update(rel.encode() + b"\x00" + (package / rel).read_bytes() + b"\x00")
+    h = hashlib.sha256(source_digest(sorted(root.rglob("*.py")), root).encode())
+    if root == package / "context":
+        h.update(source_digest([package / rel for rel in _SHAPERS], package).encode())
     for dist in ("tree-sitter", "tree-sitter-language-pack"):
         try:
             h.update(f"{dist}={metadata.version(dist)}\x00".encode())

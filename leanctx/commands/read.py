@@ -166,6 +166,14 @@ def shown_mode(key: str) -> str:
     return "task" if key.startswith("task:") else key
 
 
+def check_cap(cap: object, code: str) -> None:
+    """Refuse an answer cap outside ``MIN_CAP_TOKENS``..``MAX_CAP_TOKENS`` with ``code`` (one rule
+    for reads and, through ``ops.cap``, shell answers)."""
+    if isinstance(cap, bool) or not isinstance(cap, int) or not MIN_CAP_TOKENS <= cap <= MAX_CAP_TOKENS:
+        raise InvalidInput(code, f"the answer cap must be between {MIN_CAP_TOKENS} and {MAX_CAP_TOKENS:,} tokens,"
+                           f" not {cap!r}")
+
+
 def stub_text(head: str, lines: int) -> str:
     return f"{head} [unchanged {lines} line{'' if lines == 1 else 's'} · fresh=true to re-read]"
 
@@ -250,11 +258,9 @@ def _compose(cmd: RecordRead, f: ReadFile, view: ReadView, head: str, scent: str
     body_lines = body.split("\n") if body else []
     cum = view.cum
     if cum is None or len(cum) != len(body_lines):
-        acc = 0
-        cum = []
-        for ln in body_lines:
-            acc += count_tokens(ln + "\n", enc)
-            cum.append(acc)
+        from ..context.tokens import cumulative_tokens
+
+        cum = cumulative_tokens([ln + "\n" for ln in body_lines], enc)  # as the operation computes it
     total = len(body_lines)
 
     def build(k: int) -> tuple[str, int]:
@@ -296,11 +302,7 @@ def _diff_refused(ctx: CommandContext, path: str, base: str) -> str | None:
 @handles(RecordRead, emits=("file.read", "archive.created", "scent.deposited", "budget.consumed"),
          result=list[ReadAnswer])
 def record(ctx: CommandContext, cmd: RecordRead) -> list[ReadAnswer]:
-    if not (MIN_CAP_TOKENS <= cmd.cap_tokens <= MAX_CAP_TOKENS):
-        raise InvalidInput(
-            "READ_INVALID_CAP",
-            f"the answer cap must be between {MIN_CAP_TOKENS} and {MAX_CAP_TOKENS:,} tokens, not {cmd.cap_tokens}",
-        )
+    check_cap(cmd.cap_tokens, "READ_INVALID_CAP")
     if not cmd.files:
         raise InvalidInput("READ_NO_PATHS", "name at least one file to read")
     budget = enforce_budget(ctx)

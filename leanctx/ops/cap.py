@@ -21,9 +21,9 @@ from collections.abc import Callable, Sequence
 
 import msgspec
 
-from ..commands.read import DEFAULT_CAP_TOKENS, MAX_CAP_TOKENS, MIN_CAP_TOKENS, cut_lines
+from ..commands.read import DEFAULT_CAP_TOKENS, MAX_CAP_TOKENS, MIN_CAP_TOKENS, check_cap, cut_lines
 
-__all__ = ["ANSWER_CAP_TOKENS", "MAX_CAP_TOKENS", "MIN_CAP_TOKENS", "Cut", "cap_lines", "char_prefix"]
+__all__ = ["ANSWER_CAP_TOKENS", "MAX_CAP_TOKENS", "MIN_CAP_TOKENS", "Cut", "cap_lines", "char_prefix", "check_cap"]
 
 ANSWER_CAP_TOKENS = DEFAULT_CAP_TOKENS
 _SCAN_CHARS_PER_TOKEN = 64  # a token is never longer than this many characters in practice
@@ -38,6 +38,7 @@ class Cut(msgspec.Struct, frozen=True):
     tail: int = 0
     chars: int = 0  # characters of line head+1 sent (it alone did not fit); 0: none
     rest_tokens: int = 0  # tokens of what was not sent (per-line counts, approximate)
+    whole_tokens: int = 0  # tokens of the whole text the cap cut (counted once, by ``cap_lines``)
 
     @property
     def first_unsent(self) -> int:
@@ -94,7 +95,8 @@ def cap_lines(lines: Sequence[str], cap: int, notice: Callable[[Cut], str], *, e
     """``"\\n".join(lines)`` when it fits in ``cap`` tokens, else the capped text and its cut
     (the notice line stands where lines were left out)."""
     whole = "\n".join(lines)
-    if _count(whole, encoding) <= cap:
+    whole_tokens = _count(whole, encoding)
+    if whole_tokens <= cap:
         return whole, None
     costs = _costs(lines, encoding)
     total = len(lines)
@@ -114,7 +116,7 @@ def cap_lines(lines: Sequence[str], cap: int, notice: Callable[[Cut], str], *, e
         sent += cum[-1] - cum[total - tail - 1] if tail else 0
         if chars:
             sent += _count(lines[head][:chars], encoding)
-        cut = Cut(total, head, tail, chars, max(0, cum[-1] - sent))
+        cut = Cut(total, head, tail, chars, max(0, cum[-1] - sent), whole_tokens)
         parts = list(lines[:head])
         if chars:
             parts.append(lines[head][:chars])

@@ -50,7 +50,7 @@ from ..archive import ArchiveStore
 from ..commands.shell import ArchiveInfo, CheckShellBudget, RecordShell
 from ..context.secrets import redact, scrub
 from ..errors import InvalidInput
-from .cap import ANSWER_CAP_TOKENS, MAX_CAP_TOKENS, MIN_CAP_TOKENS, Cut, cap_lines
+from .cap import ANSWER_CAP_TOKENS, Cut, cap_lines, check_cap
 from .expand import Expansion, expand, parse_line_range
 from .process import DEFAULT_MAX_OUTPUT_BYTES, TIMEOUT_EXIT_CODE, StdinSource, execute
 
@@ -158,12 +158,6 @@ def _argv_of(command: str | Sequence[str]) -> tuple[list[str], str]:
 # ----------------------------------------------------------------------------- the cap
 
 
-def _check_cap(cap: int) -> None:
-    if isinstance(cap, bool) or not isinstance(cap, int) or not MIN_CAP_TOKENS <= cap <= MAX_CAP_TOKENS:
-        raise InvalidInput("SHELL_INVALID_CAP", f"the answer cap must be between {MIN_CAP_TOKENS} and"
-                           f" {MAX_CAP_TOKENS:,} tokens, not {cap!r}")
-
-
 TAIL_TOKENS = 1000  # a capped answer keeps its last lines (summary, [exit N]) up to this many tokens
 TAIL_LINES = 20
 
@@ -252,14 +246,13 @@ def _process(
     if info is not None:  # written before the events that name it
         store.put(full)
     text = "\n".join([body, *notes]) if notes else body
-    answer = text
     text, cut_info, cut = _cap(store, text, cap_tokens, encoding)
     answer_tokens = deferred = None
     if cut is not None:
         omitted += cut.unsent
         info = info or cut_info
         # the savings accounting of a cap (what the answer covered, what it deferred)
-        answer_tokens = count_tokens(answer, encoding)
+        answer_tokens = cut.whole_tokens  # the cap counted the whole answer already
         deferred = min(max(cut.rest_tokens, 0), answer_tokens)
     sent_tokens = count_tokens(text, encoding)
     rec = lc.bus.dispatch(
@@ -318,7 +311,7 @@ def run_shell(
     if workdir is not None and not os.path.isdir(workdir):
         raise InvalidInput("SHELL_INVALID_CWD", f"{workdir!r} is not a directory; give an existing --cwd")
     env = {**os.environ, **{str(k): str(v) for k, v in (env_passthrough or {}).items()}}
-    _check_cap(cap_tokens)
+    check_cap(cap_tokens, "SHELL_INVALID_CAP")
     _budget_precheck(lc, actor, session_id, project, now)
     run = execute(argv, workdir, env, timeout, max_output_bytes, stdin)
     pattern_command: str | list[str] = argv_or_string if isinstance(argv_or_string, str) else argv
@@ -354,7 +347,7 @@ def compress_captured(
         command_text = shlex.join(pattern_command)
     if not command_text.strip():
         raise InvalidInput("SHELL_EMPTY_COMMAND", 'name the command that produced the output: --as "git status"')
-    _check_cap(cap_tokens)
+    check_cap(cap_tokens, "SHELL_INVALID_CAP")
     _budget_precheck(lc, actor, session_id, project, now)
     return _process(
         lc, command_text=command_text, pattern_command=pattern_command, stdout=text, stderr=stderr,

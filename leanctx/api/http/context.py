@@ -23,7 +23,6 @@ tasks, and the log's head.
 
 from __future__ import annotations
 
-import math
 from typing import Any, Union
 
 import msgspec
@@ -36,7 +35,8 @@ from ...projections.savings import SavingsRow, report
 from ...projections.tasks import STATUSES, TERMINAL, list_tasks
 from ..tools.context import (
     DEFAULT_SHELL_TIMEOUT,
-    MAX_SHELL_TIMEOUT,
+    MAX_SHELL_TIMEOUT,  # noqa: F401 - the limit HTTP applies, re-exported beside the default
+    check_shell_timeout,
     encoding_of,
     env_pairs,
     shell_cwd,
@@ -155,9 +155,7 @@ async def shell(request: Request) -> Response:
     st = srv(request)
     _exec_guard(st)
     st, agent, session, b = await _prepare(request, ShellBody)
-    if not (math.isfinite(b.timeout) and 0 < b.timeout <= MAX_SHELL_TIMEOUT):
-        raise InvalidInput("SHELL_INVALID_TIMEOUT",
-                           f"timeout must be above 0 and at most {MAX_SHELL_TIMEOUT:g} seconds")
+    check_shell_timeout(b.timeout)
     if isinstance(b.command, list) and (not b.command or any(not a for a in b.command)):
         raise InvalidInput("SHELL_INVALID_COMMAND", "command must be a non-empty argv of non-empty strings")
     env = env_pairs(b.env)

@@ -68,6 +68,12 @@ def env_pairs(items: list[str], *, option: str = "env takes NAME=VALUE items") -
     return out
 
 
+def check_shell_timeout(timeout: float) -> None:
+    """Above 0 and at most ``MAX_SHELL_TIMEOUT`` seconds (``SHELL_INVALID_TIMEOUT``): MCP and HTTP."""
+    if not (math.isfinite(timeout) and 0 < timeout <= MAX_SHELL_TIMEOUT):
+        raise InvalidInput("SHELL_INVALID_TIMEOUT", f"timeout must be above 0 and at most {MAX_SHELL_TIMEOUT:g} seconds")
+
+
 def _is_root(root: str, cwd: str) -> bool:
     try:
         return os.path.realpath(os.path.join(root, cwd)) == root
@@ -148,8 +154,7 @@ def ctx_shell(lc: Any, caller: Caller, a: ShellArgs) -> dict[str, Any]:
     if not target or (isinstance(target, str) and not target.strip()) or (isinstance(target, list) and not target[0]):
         raise InvalidInput("SHELL_EMPTY_COMMAND", 'give command (a string run with bash -c, e.g. "git status") or argv'
                            ' (a list run directly, e.g. ["git", "status"])')
-    if not (math.isfinite(a.timeout) and 0 < a.timeout <= MAX_SHELL_TIMEOUT):
-        raise InvalidInput("SHELL_INVALID_TIMEOUT", f"timeout must be above 0 and at most {MAX_SHELL_TIMEOUT:g} seconds")
+    check_shell_timeout(a.timeout)
     env = env_pairs(a.env)
     cwd = shell_cwd(caller.project, a.cwd)
     r = run_shell(lc, target, cwd=cwd, timeout=a.timeout, env_passthrough=env, raw=a.raw, actor=caller.agent_id,

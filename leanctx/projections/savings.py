@@ -122,7 +122,6 @@ from .savings_rules import (  # noqa: F401 - re-exported: savings.file_ext(...)
     _norm_mode,
     _redeem_deferred,
     _stub_baseline,
-    capped_read_baseline,
     capped_shell_baseline,
     command_family,
     file_ext,

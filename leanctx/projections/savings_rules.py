@@ -37,16 +37,6 @@ def read_baseline(ev: FileRead) -> tuple[int, int, int]:
     return base, base * (ev.view_tokens - deferred) // ev.view_tokens, deferred
 
 
-def capped_read_baseline(ev: FileRead) -> tuple[int, int]:
-    """(raw tokens the answer covered, view tokens it deferred) of a read: ``(baseline, 0)``
-    unless capped (kept for callers of version 2; stubs count what they stand for, which needs
-    the projection's tables)."""
-    if ev.stub:
-        return max(0, min(ev.raw_tokens, ev.sent_tokens)), 0
-    _, covered, view_left = read_baseline(ev)
-    return covered, view_left
-
-
 def capped_shell_baseline(ev: ShellRan) -> tuple[int, int]:
     """(raw tokens a shell answer covered, answer tokens its cap deferred): ``(raw, 0)`` unless
     capped (see the module doc)."""

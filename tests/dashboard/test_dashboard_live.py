@@ -279,8 +279,19 @@ def test_budget_gauges_colour_the_80_and_100_percent_thresholds(live: Served, ta
         assert gauge.get_attribute("data-level") == level
         fill = gauge.locator("[data-testid=budget-fill]")
         colours[level] = fill.evaluate("e => getComputedStyle(e).backgroundColor")
-        width = fill.evaluate("e => e.getBoundingClientRect().width / e.parentElement.getBoundingClientRect().width")
-        assert (0.8 <= width <= 1.0) if level == "warning" else width > 0.99
+        # the fill's share of its track, measured in one step with what it was drawn from (the rows are
+        # re-rendered on every update, so it is polled until a rendering that has settled is measured)
+        measure = ("e => ({fill: e.getBoundingClientRect().width, track: e.parentElement.getBoundingClientRect().width,"
+                   " style: e.style.width, ratio: e.closest('[data-ratio]').getAttribute('data-ratio')})")
+        fits = (lambda w: 0.8 <= w <= 1.0) if level == "warning" else (lambda w: w > 0.99)
+        seen: list[dict[str, Any]] = []
+
+        def drawn() -> bool:
+            seen.append(fill.evaluate(measure))
+            return seen[-1]["track"] > 0 and fits(seen[-1]["fill"] / seen[-1]["track"])
+
+        wait_until(drawn, timeout=5)
+        assert drawn(), (level, seen[-3:])
         # a valid meter for assistive technology: its value within its range, the text saying how far
         assert gauge.get_attribute("role") == "meter"
         now, top = int(gauge.get_attribute("aria-valuenow")), int(gauge.get_attribute("aria-valuemax"))

@@ -36,7 +36,8 @@ REPO = HERE.parent
 # (question, files that answer it): paraphrases, not the code's own words
 LABELLED: list[tuple[str, tuple[str, ...]]] = [
     ("make sure nobody tampered with the recorded history",
-     ("leanctx/events/codec.py", "leanctx/events/sqlite_store.py", "leanctx/proof.py")),
+     ("leanctx/events/codec.py", "leanctx/events/sqlite_store.py", "leanctx/events/sqlite_queries.py",
+      "leanctx/events/sqlite_tx.py", "leanctx/proof.py")),
     ("hide passwords and credentials from what gets stored", ("leanctx/context/secrets.py",)),
     ("how quickly does a marker left on a file fade away", ("leanctx/projections/scent.py",)),
     ("combine the result lists of several rankers into one", ("leanctx/ops/search.py",

@@ -14,157 +14,25 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import apsw
 
-from .. import clock
-from ..errors import ConcurrencyError, InvalidInput, NotFound, StoreError
-from .codec import GENESIS_HASH, canonical_bytes, chain_hash, check_link, encode_payload
-from .envelope import ANY, COLUMNS, NO_STREAM, AppendResult, ExpectedVersion, NewEvent, StoredEvent
+from ..errors import InvalidInput, NotFound, StoreError
+from .codec import GENESIS_HASH
+from .envelope import (
+    StoredEvent,
+)
 from .filter import TopicFilter
-from .fts import quote_query, searchable_text
-from .store import EventStore, Head, Lineage, SearchHit, TxHook, VerifyResult, WriteTx
+from .fts import quote_query
+from .sqlite_queries import SELECT, fts_index, lineage_of, search_fts, verify_chain
+from .sqlite_queries import rows as _rows
+from .sqlite_tx import SqliteTx
+from .store import EventStore, Head, Lineage, SearchHit, TxHook, VerifyResult
 
 SCHEMA_VERSION = 1
 SCHEMA_FILE = Path(__file__).resolve().parents[2] / "schema" / "events.sql"
-_SELECT = "SELECT " + ", ".join(COLUMNS) + " FROM events"
-_INSERT = f"INSERT INTO events ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
 _SYNC_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
 FTS_BATCH = 5000
-
-
-def _rows(cursor: Any) -> list[StoredEvent]:
-    return [StoredEvent(*r) for r in cursor]
-
-
-class _SqliteTx(WriteTx):
-    def __init__(self, store: "SqliteEventStore", conn: apsw.Connection) -> None:
-        self.store = store
-        self.conn = conn
-        self._head: tuple[int, str] | None = None
-        self.appended = 0
-
-    def head(self) -> Head:
-        if self._head is None:
-            row = self.conn.execute("SELECT position, hash FROM events ORDER BY position DESC LIMIT 1").fetchone()
-            self._head = (row[0], row[1]) if row else (0, GENESIS_HASH)
-        return Head(*self._head)
-
-    def stream_version(self, stream: str) -> int:
-        row = self.conn.execute("SELECT max(version) FROM events WHERE stream = ?", (stream,)).fetchone()
-        return row[0] or 0
-
-    def read_range(self, since: int, upto: int, kinds: Sequence[str], limit: int) -> list[StoredEvent]:
-        marks = ",".join("?" * len(kinds))
-        return _rows(
-            self.conn.execute(
-                f"{_SELECT} WHERE position > ? AND position <= ? AND kind IN ({marks}) ORDER BY position LIMIT ?",
-                (since, upto, *kinds, limit),
-            )
-        )
-
-    def find_key(self, idempotency_key: str) -> StoredEvent | None:
-        rows = _rows(self.conn.execute(_SELECT + " WHERE idempotency_key = ?", (idempotency_key,)))
-        return rows[0] if rows else None
-
-    def append(
-        self,
-        stream: str,
-        events: Sequence[NewEvent],
-        *,
-        expected_version: ExpectedVersion = ANY,
-        idempotency_key: str | None = None,
-    ) -> AppendResult:
-        if not isinstance(stream, str) or not stream:
-            raise InvalidInput("EVENT_INVALID_STREAM", "a stream name is required (e.g. 'agent:ab12cd34')")
-        n = len(events)
-        if n == 0:
-            raise InvalidInput("EVENT_EMPTY_APPEND", "append needs at least one event")
-        keys: list[str | None] = [None] * n
-        if idempotency_key is not None:
-            if not idempotency_key:
-                raise InvalidInput("EVENT_INVALID_IDEMPOTENCY_KEY", "an idempotency key must be a non-empty string")
-            keys = [idempotency_key] + [f"{idempotency_key}#{i}" for i in range(1, n)]
-            first = self.find_key(idempotency_key)
-            if first is not None:
-                marks = ",".join("?" * n)
-                positions = [
-                    r[0]
-                    for r in self.conn.execute(
-                        f"SELECT position FROM events WHERE idempotency_key IN ({marks}) ORDER BY position", keys
-                    )
-                ]
-                return AppendResult(positions, self.stream_version(first.stream), duplicate=True)
-
-        current = self.stream_version(stream)
-        if expected_version == NO_STREAM:
-            if current != 0:
-                raise ConcurrencyError(
-                    message=f"stream {stream} already exists at version {current}; expected no stream",
-                    stream=stream,
-                    actual=current,
-                )
-        elif expected_version != ANY:
-            if not isinstance(expected_version, int) or isinstance(expected_version, bool) or expected_version < 1:
-                raise InvalidInput(
-                    "EVENT_INVALID_EXPECTED_VERSION",
-                    "expected_version must be 'any', 'no_stream' or a version >= 1",
-                )
-            if current != expected_version:
-                raise ConcurrencyError(
-                    message=f"stream {stream} is at version {current}, expected {expected_version}; "
-                    "re-read the stream and retry",
-                    stream=stream,
-                    expected=expected_version,
-                    actual=current,
-                )
-
-        head = self.head()
-        pos, prev = head.position, head.hash
-        default_ts = None
-        rows: list[tuple[Any, ...]] = []
-        first_pos = pos + 1
-        for i, ne in enumerate(events):
-            ev = ne.event
-            cls = type(ev)
-            pos += 1
-            current += 1
-            head = (
-                pos,
-                stream,
-                current,
-                cls.__struct_config__.tag,
-                cls.schema_version,
-                ne.ts or default_ts or (default_ts := clock.iso()),
-                ne.actor,
-                ne.to_agent,
-                ne.project,
-                ne.channel,
-                ne.consistency,
-                ne.correlation_id,
-                ne.causation_id,
-                keys[i],
-            )
-            payload = encode_payload(ev)
-            h = chain_hash(prev, canonical_bytes(head, payload))
-            rows.append((*head, payload, prev, h))
-            prev = h
-        try:
-            self.conn.executemany(_INSERT, rows)
-        except apsw.ConstraintError as exc:  # a concurrent writer cannot exist here; a bad key can
-            raise ConcurrencyError(message=f"append to {stream} violates a log constraint: {exc}") from exc
-        self._head = (pos, prev)
-        self.appended += n
-        hooks = self.store._hooks
-        inline_fts = self.store.fts_mode == "inline"
-        if hooks or inline_fts:  # StoredEvents are built only for those who read them
-            stored = [StoredEvent(*row) for row in rows]
-            for hook in hooks:
-                hook(self, stored)
-            if inline_fts:
-                self.store._fts_index(self.conn, stored)
-        return AppendResult(list(range(first_pos, pos + 1)), current)
 
 
 class SqliteEventStore(EventStore):
@@ -202,7 +70,7 @@ class SqliteEventStore(EventStore):
         self.idle_poll_interval = max(poll_interval, idle_poll_interval)
         self._hooks: list[TxHook] = []
         self._wlock = threading.RLock()
-        self._tx: _SqliteTx | None = None
+        self._tx: SqliteTx | None = None
         self._local = threading.local()
         self._readers: list[apsw.Connection] = []
         self._readers_lock = threading.Lock()
@@ -286,7 +154,7 @@ class SqliteEventStore(EventStore):
         self._hooks.append(hook)
 
     @contextmanager
-    def transaction(self) -> Iterator[_SqliteTx]:
+    def transaction(self) -> Iterator[SqliteTx]:
         if self._closed:
             raise StoreError("STORE_CLOSED", "the event store is closed")
         with self._wlock:
@@ -301,7 +169,7 @@ class SqliteEventStore(EventStore):
                     "STORE_BUSY",
                     f"the event log stayed locked by another writer for {self.busy_timeout_ms} ms; retry",
                 ) from exc
-            tx = self._tx = _SqliteTx(self, conn)
+            tx = self._tx = SqliteTx(self, conn)
             try:
                 yield tx
             except BaseException:
@@ -325,25 +193,25 @@ class SqliteEventStore(EventStore):
         return self.head().position  # positions are gap-free from 1
 
     def get(self, position: int) -> StoredEvent | None:
-        rows = _rows(self._reader().execute(_SELECT + " WHERE position = ?", (position,)))
+        rows = _rows(self._reader().execute(SELECT + " WHERE position = ?", (position,)))
         return rows[0] if rows else None
 
     def read_all(
         self, since: int = 0, filter: TopicFilter | None = None, limit: int | None = None
     ) -> list[StoredEvent]:
         where, params = filter.to_sql() if filter is not None else ("1", [])
-        sql = f"{_SELECT} WHERE position > ? AND {where} ORDER BY position"
+        sql = f"{SELECT} WHERE position > ? AND {where} ORDER BY position"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
         return _rows(self._reader().execute(sql, (since, *params)))
 
     def read_last(self, n: int, filter: TopicFilter | None = None) -> list[StoredEvent]:
         where, params = filter.to_sql() if filter is not None else ("1", [])
-        sql = f"{_SELECT} WHERE {where} ORDER BY position DESC LIMIT ?"
+        sql = f"{SELECT} WHERE {where} ORDER BY position DESC LIMIT ?"
         return _rows(self._reader().execute(sql, (*params, max(0, int(n)))))[::-1]
 
     def read_stream(self, stream: str, from_version: int = 1, limit: int | None = None) -> list[StoredEvent]:
-        sql = f"{_SELECT} WHERE stream = ? AND version >= ? ORDER BY version"
+        sql = f"{SELECT} WHERE stream = ? AND version >= ? ORDER BY version"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
         return _rows(self._reader().execute(sql, (stream, from_version)))
@@ -354,26 +222,7 @@ class SqliteEventStore(EventStore):
 
     # --- full-text search ----------------------------------------------------------
     def _fts_index(self, conn: apsw.Connection, events: Sequence[StoredEvent]) -> None:
-        """Index ``events`` (consecutive positions) inside the caller's write transaction,
-        first filling any gap left by a writer that did not index inline."""
-        at = conn.execute("SELECT position FROM events_fts_state WHERE id = 1").fetchone()[0]
-        if at >= events[-1].position:
-            return
-        if at < events[0].position - 1:
-            gap = _rows(
-                conn.execute(f"{_SELECT} WHERE position > ? AND position < ? ORDER BY position",
-                             (at, events[0].position))
-            )
-            events = [*gap, *events]
-        events = [e for e in events if e.position > at]
-        conn.executemany(
-            "INSERT INTO events_fts (rowid, kind, stream, who, body) VALUES (?, ?, ?, ?, ?)",
-            (
-                (e.position, *searchable_text(e.kind, e.stream, e.actor, e.to_agent, e.channel, e.payload))
-                for e in events
-            ),
-        )
-        conn.execute("UPDATE events_fts_state SET position = ? WHERE id = 1", (events[-1].position,))
+        fts_index(conn, events)
 
     def fts_position(self) -> int:
         return self._reader().execute("SELECT position FROM events_fts_state WHERE id = 1").fetchone()[0]
@@ -385,7 +234,7 @@ class SqliteEventStore(EventStore):
             with self.transaction() as tx:
                 conn = tx.conn
                 at = conn.execute("SELECT position FROM events_fts_state WHERE id = 1").fetchone()[0]
-                events = _rows(conn.execute(f"{_SELECT} WHERE position > ? ORDER BY position LIMIT ?", (at, FTS_BATCH)))
+                events = _rows(conn.execute(f"{SELECT} WHERE position > ? ORDER BY position LIMIT ?", (at, FTS_BATCH)))
                 if events:
                     self._fts_index(conn, events)
                     head = tx.head().position
@@ -403,17 +252,7 @@ class SqliteEventStore(EventStore):
         match = quote_query(query)
         if match is None:
             return []
-        where, params = filter.to_sql("e.") if filter is not None else ("1", [])
-        cols = ", ".join(f"e.{c}" for c in COLUMNS)
-        sql = (
-            f"SELECT {cols}, bm25(events_fts, 2.0, 1.0, 1.0, 1.0) AS score "
-            "FROM events_fts JOIN events e ON e.position = events_fts.rowid "
-            f"WHERE events_fts MATCH ? AND {where} ORDER BY score, e.position LIMIT ?"
-        )
-        out = []
-        for r in self._reader().execute(sql, (match, *params, int(limit))):
-            out.append(SearchHit(StoredEvent(*r[:-1]), r[-1]))
-        return out
+        return search_fts(self._reader(), match, filter, limit)
 
     # --- lineage -------------------------------------------------------------------
     def lineage(self, position: int) -> Lineage:
@@ -422,26 +261,8 @@ class SqliteEventStore(EventStore):
             event = self.get(position)
             if event is None:
                 raise NotFound("EVENT_NOT_FOUND", f"no event at position {position}; see `lean-ctx events tail`")
-            ancestors = _rows(
-                conn.execute(
-                    "WITH RECURSIVE anc(p) AS ("
-                    " SELECT causation_id FROM events WHERE position = ? AND causation_id IS NOT NULL"
-                    " UNION SELECT e.causation_id FROM events e JOIN anc ON e.position = anc.p"
-                    " WHERE e.causation_id IS NOT NULL)"
-                    f" {_SELECT} WHERE position IN (SELECT p FROM anc) ORDER BY position",
-                    (position,),
-                )
-            )
-            descendants = _rows(
-                conn.execute(
-                    "WITH RECURSIVE des(p) AS ("
-                    " SELECT position FROM events WHERE causation_id = ?"
-                    " UNION SELECT e.position FROM events e JOIN des ON e.causation_id = des.p)"
-                    f" {_SELECT} WHERE position IN (SELECT p FROM des) ORDER BY position",
-                    (position,),
-                )
-            )
-        return Lineage(event, ancestors, descendants)
+            lineage = lineage_of(conn, event)
+        return lineage
 
     # --- waiting -------------------------------------------------------------------
     def _data_version(self) -> int:
@@ -484,22 +305,8 @@ class SqliteEventStore(EventStore):
     def verify(self, progress: Callable[[int, int], None] | None = None) -> VerifyResult:
         conn = self._reader()
         with conn:  # one snapshot
-            total = self.head().position
-            prev = GENESIS_HASH
-            expected_pos = 0
-            checked = 0
-            for r in conn.execute(_SELECT + " ORDER BY position"):
-                expected_pos += 1
-                reason, _ = check_link(prev, expected_pos, r, r[14], r[15], r[16])
-                if reason is not None:
-                    return VerifyResult(False, checked, total, prev, first_broken=expected_pos, reason=reason)
-                prev = r[16]
-                checked += 1
-                if progress is not None and checked % 10_000 == 0:
-                    progress(checked, total)
-            if progress is not None:
-                progress(checked, total)
-            return VerifyResult(True, checked, total, prev)
+            result = verify_chain(conn, self.head().position, progress)
+        return result
 
     def close(self) -> None:
         if self._closed:

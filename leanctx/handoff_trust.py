@@ -32,9 +32,8 @@ import msgspec
 from . import handoff_bundle as hb
 from . import keys
 from .commands.agents import bound_key_at, recorded_key
-from .commands.agents import stream_of as agent_stream
 from .commands.bus import CommandContext
-from .errors import CommandError, InvalidInput, LeanCtxError
+from .errors import CommandError, LeanCtxError
 from .projections.agents import LEFT_DEREGISTERED
 
 HANDOFF_ID_REUSED = "HANDOFF_ID_REUSED"

@@ -23,11 +23,8 @@ from leanctx.commands.chat import (
     PostMessage,
     ReadMessages,
     ReadResult,
-    channels,
-    peek,
-    poll_events,
-    wait,
 )
+from leanctx.commands.chat_reads import channels, peek, poll_events, wait
 from leanctx.errors import CommandError, InvalidInput, LeanCtxError
 from leanctx.events import NewEvent, TopicFilter
 from leanctx.events.codec import payload_dict

@@ -225,7 +225,7 @@ def test_cli_wait_is_woken_by_a_post_from_another_cli_process(db: Path) -> None:
 WAITER = textwrap.dedent("""
     import sys, time
     from leanctx.app import LeanCtx
-    from leanctx.commands.chat import wait
+    from leanctx.commands.chat_reads import wait
     from leanctx.errors import CommandError
 
     lc = LeanCtx(sys.argv[1])

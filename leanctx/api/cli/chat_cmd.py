@@ -100,7 +100,7 @@ def init(
 @chat_app.command("channels")
 def channels_(ctx: typer.Context, as_: Optional[str] = AS, json_: bool = JSON) -> None:
     """Channels with their message counts, your unread count and the last message you can see."""
-    from ...commands.chat import channels
+    from ...commands.chat_reads import channels
 
     st = state(ctx)
     found = channels(st.open(), _who(as_))
@@ -193,7 +193,7 @@ def peek_(
     json_: bool = JSON,
 ) -> None:
     """The last N messages you can see; your cursor does not move."""
-    from ...commands.chat import peek
+    from ...commands.chat_reads import peek
 
     st = state(ctx)
     found = peek(st.open(), channel, _who(as_), n)
@@ -218,7 +218,7 @@ def wait_(
 ) -> None:
     """Block until a message for you arrives (or is already unread), then read it.
     Exits 2 with CHAT_WAIT_TIMEOUT when the timeout passes first."""
-    from ...commands.chat import wait
+    from ...commands.chat_reads import wait
     from ...identity import session_identity
 
     st = state(ctx)
@@ -237,7 +237,8 @@ def export(
 ) -> None:
     """Write the channel (as you see it) as markdown files with frontmatter, for git and humans."""
     from ...chat_export import export_channel
-    from ...commands.chat import check_channel, identity, info
+    from ...commands.chat import check_channel
+    from ...commands.chat_reads import identity, info
 
     st = state(ctx)
     lc = st.open()
@@ -323,7 +324,8 @@ def event_read(
 ) -> None:
     """Events since a position as you may see them (never those directed to another agent),
     and the cursor to pass as --since next time."""
-    from ...commands.chat import ADAPTER_KINDS, identity, poll_events
+    from ...commands.chat import ADAPTER_KINDS
+    from ...commands.chat_reads import identity, poll_events
     from ...errors import InvalidInput
     from ...events import TopicFilter
 

@@ -21,8 +21,8 @@ from starlette.responses import Response
 
 from ...commands.bus import HANDLERS, Command
 from ...commands.chat import InitChannel, PostAdapterEvent, PostMessage, ReadMessages
-from ...commands.chat import channels as chat_channels
-from ...commands.chat import peek as chat_peek
+from ...commands.chat_reads import channels as chat_channels
+from ...commands.chat_reads import peek as chat_peek
 from ...commands.diaries import WriteDiary, check_category
 from ...commands.locks import LockPaths, RecoverLock, UnlockPaths
 from ...commands.scent import ClaimScent, DepositScent, ReleaseScent

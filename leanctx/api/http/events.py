@@ -19,7 +19,7 @@ from sse_starlette.event import ServerSentEvent
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ...commands.chat import poll_events
+from ...commands.chat_reads import poll_events
 from ...errors import InvalidInput, NotFound
 from ...events import StoredEvent, TopicFilter
 from . import sse

@@ -25,7 +25,7 @@ from typing import Any
 
 import anyio
 
-from ...commands.chat import poll_events
+from ...commands.chat_reads import poll_events
 from ...events import SqliteEventStore, StoredEvent, TopicFilter
 
 log = logging.getLogger("leanctx.http")

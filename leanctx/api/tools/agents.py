@@ -178,7 +178,7 @@ def _recall(lc: Any, caller: Caller, a: AgentArgs) -> dict[str, Any]:
 
 
 def _poll(lc: Any, caller: Caller, a: AgentArgs) -> dict[str, Any]:
-    from ...commands.chat import identity, poll_events
+    from ...commands.chat_reads import identity, poll_events
     from ...events import TopicFilter
     from ...events.codec import payload_dict
 

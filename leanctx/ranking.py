@@ -1,5 +1,5 @@
 """Reciprocal rank fusion, shared by code search (``ops.search``) and knowledge recall
-(``commands.knowledge``, ``projections.knowledge``): a pure function with no imports from
+(``commands.knowledge_recall``, ``projections.knowledge``): a pure function with no imports from
 either side."""
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ inside the window (they join the alternatives) and is cleared by ``knowledge.res
 write that agrees with the head, by the head's own writer writing again, or by any write
 after the window — the "later remember by either" of the two agents clears it.
 
-Recall ranks with ``bm25()`` here; ``commands.knowledge.recall`` fuses that list by reciprocal
+Recall ranks with ``bm25()`` here; ``commands.knowledge_recall.recall`` fuses that list by reciprocal
 rank with the nearest facts in sqlite-vec (``cache.knowledge_vectors``, a cache keyed by the
 entry ids of :func:`fact_rows`) when an embedding model is installed.
 """
@@ -250,7 +250,7 @@ class Hit(msgspec.Struct, frozen=True):
 def recall(conn: Any, query: str, *, category: str | None = None, limit: int = 10) -> list[Hit]:
     """Facts for ``query``, best first, by bm25 over key/value/category (scored by :func:`rrf`
     over that one list). Conflicted entries carry their alternatives. The full recall, fused with
-    the nearest facts in sqlite-vec when a model is installed, is ``commands.knowledge.recall``."""
+    the nearest facts in sqlite-vec when a model is installed, is ``commands.knowledge_recall.recall``."""
     lexical = bm25_ranking(conn, query, category=category)
     bm = dict(lexical)
     hits = []

@@ -18,7 +18,7 @@ from leanctx.api import registry
 from leanctx.app import LeanCtx
 from leanctx.commands.knowledge import (ConsolidateKnowledge, ImportKnowledge, RememberAck, RememberKnowledge,
                                         RemoveKnowledge, ResolveKnowledge, export_jsonl, parse_jsonl)
-from leanctx.commands.knowledge import recall as recall_facts
+from leanctx.commands.knowledge_recall import recall as recall_facts
 from leanctx.errors import LeanCtxError
 from leanctx.projections.knowledge import (fts_query, get_entry, jaccard, list_entries, recall, rrf, status)
 from tools.replay import replay

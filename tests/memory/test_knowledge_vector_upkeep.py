@@ -24,7 +24,8 @@ from leanctx.app import LeanCtx
 from leanctx.cache import vectors
 from leanctx.cache.knowledge_vectors import KnowledgeVectors, fact_hash, fact_text
 from leanctx.cache.vectors import vectors_path
-from leanctx.commands.knowledge import RememberKnowledge, RemoveKnowledge, recall
+from leanctx.commands.knowledge import RememberKnowledge, RemoveKnowledge
+from leanctx.commands.knowledge_recall import recall
 from leanctx.projections.knowledge import fact_rows
 
 from .test_knowledge_vectors import FACTS, LABELLED, ConceptEmbedder, close, stored
@@ -35,7 +36,7 @@ pytestmark = pytest.mark.timeout(180)
 WORKER = textwrap.dedent("""
     import sys
     from leanctx.app import LeanCtx
-    from leanctx.commands.knowledge import recall
+    from leanctx.commands.knowledge_recall import recall
     from memory.test_knowledge_vectors import LABELLED, ConceptEmbedder
 
     db, rounds = sys.argv[1], int(sys.argv[2])

@@ -26,8 +26,8 @@ from leanctx.app import LeanCtx
 from leanctx.cache import vectors
 from leanctx.cache.knowledge_vectors import KnowledgeVectors, fact_text
 from leanctx.cache.vectors import VectorIndex, vectors_path
-from leanctx.commands.knowledge import (ConsolidateKnowledge, RecallAnswer, RememberKnowledge, RemoveKnowledge,
-                                        ResolveKnowledge, recall)
+from leanctx.commands.knowledge import ConsolidateKnowledge, RememberKnowledge, RemoveKnowledge, ResolveKnowledge
+from leanctx.commands.knowledge_recall import RecallAnswer, recall
 from leanctx.projections.knowledge import bm25_ranking
 
 from .test_knowledge import FACTS  # the same labelled facts as the bm25 recall tests

@@ -62,7 +62,7 @@ def recall(
 ) -> None:
     """Facts for a query, best first (bm25; fused with sqlite-vec nearest neighbours when a model is installed)."""
     from ...commands.knowledge import check_category, entry_lines
-    from ...commands.knowledge import recall as do_recall
+    from ...commands.knowledge_recall import recall as do_recall
 
     st = state(ctx)
     lc = st.open()

@@ -52,7 +52,8 @@ def _remember(lc: Any, caller: Caller, a: KnowledgeArgs) -> dict[str, Any]:
 
 
 def _recall(lc: Any, caller: Caller, a: KnowledgeArgs) -> dict[str, Any]:
-    from ...commands.knowledge import check_category, entry_lines, recall
+    from ...commands.knowledge import check_category, entry_lines
+    from ...commands.knowledge_recall import recall
 
     _need(a, "query")
     cat = check_category(a.category) if a.category else None

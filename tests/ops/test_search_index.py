@@ -10,14 +10,8 @@ from pathlib import Path
 import pytest
 
 from leanctx.app import LeanCtx
-from leanctx.cache.code_index import (
-    CodeIndex,
-    boundaries,
-    chunk_spans,
-    chunk_text,
-    match_expression,
-    split_terms,
-)
+from leanctx.cache.code_chunks import boundaries, chunk_spans, chunk_text, match_expression, split_terms
+from leanctx.cache.code_index import CodeIndex
 from leanctx.ops.files import list_files
 
 

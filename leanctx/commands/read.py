@@ -263,29 +263,50 @@ def _compose(cmd: RecordRead, f: ReadFile, view: ReadView, head: str, scent: str
         cum = cumulative_tokens([ln + "\n" for ln in body_lines], enc)  # as the operation computes it
     total = len(body_lines)
 
-    def build(k: int) -> tuple[str, int]:
+    def build(k: int, chars: int = 0) -> tuple[str, int]:
         aid = info.archive_id
         rest_tokens = max(0, view.tokens - (cum[k - 1] if k else 0))
-        if k:
+        if chars:  # line k + 1 alone did not fit: its first characters are sent
+            line = body_lines[k]
+            step = min(len(line), 2 * chars)
+            notice = (f"[capped at {cmd.cap_tokens:,} tokens: {'lines 1-' + str(k) + ' and ' if k else ''}"
+                      f"characters 1-{chars:,} of line {k + 1} ({len(line):,} characters) of the {total}-line view"
+                      f" sent · the view (~{rest_tokens:,} tokens) is archived as {aid} · next: lean-ctx expand"
+                      f" {aid} --lines '{k + 1}[{chars + 1}-{step}]'"
+                      + (f", then --lines {k + 2}-{total}]" if k + 1 < total else "]"))
+        elif k:
             notice = (f"[capped at {cmd.cap_tokens:,} tokens: lines 1-{k} of the {total}-line view sent · lines"
                       f" {k + 1}-{total} (~{rest_tokens:,} tokens) archived as {aid} · lean-ctx expand {aid}"
                       f" --lines {k + 1}-{total}]")
         else:
             notice = (f"[capped at {cmd.cap_tokens:,} tokens: not sent · the {total}-line view"
                       f" (~{rest_tokens:,} tokens) is archived as {aid} · lean-ctx expand {aid} --lines 1-{total}]")
-        part = "\n".join(body_lines[:k])
+        part = "\n".join([*body_lines[:k], *([body_lines[k][:chars]] if chars else [])])
         r = ("\n" + part if part else "") + "\n" + notice
         if tail:
             r += "\n" + "\n".join(tail)
         return _with_count(_header(head, view.label, f.lines, [*extras(part), "capped"]), r, enc)
 
     overhead = count_tokens(build(0)[0], enc)
-    k = cut_lines(cum, max(0, remaining - overhead))
-    text, n = build(k)
+    budget = max(0, remaining - overhead)
+    k = cut_lines(cum, budget)
+    chars = 0
+    if k < total and (cum[k - 1] if k else 0) < budget // 2 and body_lines[k]:
+        # the next line alone is long (a minified file): send what fits of it, cut by characters
+        from ..ops.cap import char_prefix
+
+        room = budget - (cum[k - 1] if k else 0) - 80  # the longer notice
+        chars = min(len(body_lines[k]) - 1, char_prefix(body_lines[k], max(0, room), enc))
+        chars = max(chars, 0)
+    text, n = build(k, chars)
+    while n > remaining and chars:  # the estimate was short: fewer characters
+        chars = max(0, chars - max(64, (n - remaining) * 8))
+        text, n = build(k, chars)
     while n > remaining and k > 0:  # the estimate was short: step back
         k = cut_lines(cum, max(0, (cum[k - 1] if k else 0) - (n - remaining) - 1))
         text, n = build(k)
-    return text, n, True, info, max(0, view.tokens - (cum[k - 1] if k else 0))
+    sent_tokens = (cum[k - 1] if k else 0) + (count_tokens(body_lines[k][:chars], enc) if chars else 0)
+    return text, n, True, info, max(0, view.tokens - sent_tokens)
 
 
 def _diff_refused(ctx: CommandContext, path: str, base: str) -> str | None:

@@ -78,4 +78,7 @@ def read(
         if not task or not task.strip():
             raise ReadMissingInput("task mode selects lines relevant to a task: pass task='what you are doing'.")
         r = render_task(path, text, lang, task)
+    if reason is not None and name in ("map", "signatures") and r.shown_lines == 0:
+        r = render_full(path, text, lang)
+        reason = f"{reason}; the {name} view was empty (no declarations found), so the file is sent in full"
     return msgspec.structs.replace(r, reason=reason, requested=requested)

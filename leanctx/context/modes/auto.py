@@ -5,6 +5,12 @@ the read operation (``leanctx.ops.read``) passes the task of the caller's sessio
 (``lean-ctx session task``), and the reason names where the intent came from (``intent_label``).
 The reason always names the intent when one was given, even when it matched no mode, and it
 starts with the intent's label exactly when the intent decided the mode.
+
+Minified or generated code (lines averaging over ``DENSE_LINE_CHARS`` characters) has no
+outline worth sending: ``full`` (capped by the read like any answer, the rest archived). And
+when the structural view ``auto`` picked comes out empty (no declarations found: a script of
+top-level statements), ``read`` sends the file in full instead and the reason says so; an
+empty outline is not a saving.
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ from __future__ import annotations
 import re
 
 from leanctx.context.langs import CODE_LANGUAGES, DATA_LANGUAGES
-from leanctx.context.modes.rendered import source_lines
+from leanctx.context.modes.rendered import plural, source_lines
 from leanctx.context.symbols import uses_tree_sitter
 
 __all__ = ["SESSION_TASK", "SMALL_LINES", "choose_mode", "intent_label"]
@@ -20,6 +26,7 @@ __all__ = ["SESSION_TASK", "SMALL_LINES", "choose_mode", "intent_label"]
 SMALL_LINES = 120
 SMALL_CHARS = 6000
 LARGE_LINES = 800
+DENSE_LINE_CHARS = 300  # average characters per line above which code is minified or generated
 SESSION_TASK = "the session's task"  # ``intent_label`` source of an intent taken from the session
 
 _INTENTS: list[tuple[re.Pattern[str], str]] = [
@@ -39,7 +46,7 @@ def choose_mode(path: str, text: str, language: str, intent: str | None, has_old
                 *, source: str = "intent") -> tuple[str, str]:
     """(mode, reason). ``source`` says where ``intent`` came from (see ``intent_label``)."""
     n = len(source_lines(text))
-    size = f"{n} lines"
+    size = plural(n, "line")
     said = ""
     if intent:
         label = intent_label(intent, source)
@@ -55,6 +62,10 @@ def choose_mode(path: str, text: str, language: str, intent: str | None, has_old
         said = f"; {label} names no mode"
     if n <= SMALL_LINES and len(text) <= SMALL_CHARS:
         return "full", f"small file ({size}){said}"
+    width = len(text) // max(n, 1)
+    if width > DENSE_LINE_CHARS and language not in DATA_LANGUAGES:
+        return "full", (f"{language} of {size} averaging {width:,} characters a line (minified or generated): "
+                        f"no outline to give{said}")
     if language in DATA_LANGUAGES:
         return "entropy", f"{language} data of {size}: repeated and low-information lines dropped{said}"
     if uses_tree_sitter(language) or language in CODE_LANGUAGES:

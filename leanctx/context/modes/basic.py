@@ -6,7 +6,7 @@ import difflib
 import re
 
 from leanctx.context.errors import ReadInvalidRange
-from leanctx.context.modes.rendered import Rendered, footer, source_lines
+from leanctx.context.modes.rendered import Rendered, footer, plural, source_lines
 
 __all__ = ["diff_texts", "parse_ranges", "render_diff", "render_full", "render_lines"]
 
@@ -75,7 +75,7 @@ def render_lines(path: str, text: str, language: str, spec: str) -> Rendered:
         out.append(_gap(prev_end + 1, n))
     omitted = n - shown
     shown_spec = ",".join(f"{s}-{e}" if s != e else str(s) for s, e in ranges)
-    note = f"{omitted} lines not shown" if omitted else None
+    note = f"{plural(omitted, 'line')} not shown" if omitted else None
     out.append(footer(f"lines:{shown_spec}", n, note))
     return Rendered(mode="lines", path=path, language=language, text="\n".join(out), line_count=n,
                     shown_lines=shown, omitted_lines=omitted, omitted=note)
@@ -111,10 +111,10 @@ def render_diff(path: str, text: str, language: str, old_text: str, context: int
     if not body:
         return Rendered(mode="diff", path=path, language=language,
                         text=footer("diff", n, "no changes"), line_count=n, shown_lines=0,
-                        omitted_lines=n, omitted=f"all {n} lines unchanged")
+                        omitted_lines=n, omitted=f"all {plural(n, 'line')} unchanged")
     unchanged = n - added - ctx
-    note = f"+{added} −{removed} (was {old_n} lines) · {unchanged} unchanged lines not shown"
+    note = f"+{added} −{removed} (was {plural(old_n, 'line')}) · {unchanged} unchanged {'line' if unchanged == 1 else 'lines'} not shown"
     body.append(footer("diff", n, note))
     return Rendered(mode="diff", path=path, language=language, text="\n".join(body), line_count=n,
                     shown_lines=added + ctx, omitted_lines=unchanged,
-                    omitted=f"{unchanged} unchanged lines")
+                    omitted=f"{unchanged} unchanged {'line' if unchanged == 1 else 'lines'}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-__all__ = ["Rendered", "footer", "source_lines"]
+__all__ = ["Rendered", "footer", "plural", "source_lines"]
 
 
 class Rendered(msgspec.Struct, frozen=True):
@@ -38,7 +38,12 @@ def source_lines(text: str) -> list[str]:
     return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
 
 
+def plural(n: int, word: str) -> str:
+    """``1 line``, ``2 lines``, ``1200 declarations`` (no thousands separator, like the headers)."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 def footer(mode: str, line_count: int, note: str | None) -> str:
     """The last line of a non-full rendering: mode, size and what is not shown."""
     tail = f" · {note}" if note else ""
-    return f"[{mode} · {line_count} lines{tail}]"
+    return f"[{mode} · {plural(line_count, 'line')}{tail}]"

@@ -111,7 +111,7 @@ def render_aggressive(path: str, text: str, language: str) -> Rendered:
     stripped = source_lines(strip_comments(language, text)) if language not in {"text", "markdown"} else lines
     kept = [ln.rstrip() for ln in stripped if ln.strip()]
     removed = n - len(kept)
-    note = f"{removed} comment/docstring/blank lines removed" if removed else None
+    note = f"{removed} comment/docstring/blank {'line' if removed == 1 else 'lines'} removed" if removed else None
     body = "\n".join([*kept, footer("aggressive", n, note)])
     return Rendered(mode="aggressive", path=path, language=language, text=body, line_count=n,
                     shown_lines=len(kept), omitted_lines=removed, omitted=note)
@@ -158,7 +158,7 @@ def render_entropy(path: str, text: str, language: str, repeat_limit: int = 2, m
         kept.append(ln.rstrip())
     dropped = n - len(kept)
     detail = ", ".join(f"{k} {v}" for k, v in reasons.most_common())
-    note = f"{dropped} low-information lines dropped ({detail})" if dropped else None
+    note = f"{dropped} low-information {'line' if dropped == 1 else 'lines'} dropped ({detail})" if dropped else None
     body = "\n".join([*kept, footer("entropy", n, note)])
     return Rendered(mode="entropy", path=path, language=language, text=body, line_count=n,
                     shown_lines=len(kept), omitted_lines=dropped, omitted=note)

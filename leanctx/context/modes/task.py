@@ -62,8 +62,8 @@ def render_task(path: str, text: str, language: str, task: str, context: int = 2
     scores = [sum(idf[t] for t in (lt & want)) for lt in line_terms]
     best = max(scores, default=0.0)
     if best <= 0:
-        note = f"no line matches the task terms ({', '.join(sorted(want)) or 'none'}); {n} lines not shown"
-        body = "\n".join([f"(nothing in {n} lines matches: {task!r})", footer("task", n, note)])
+        note = f"no line matches the task terms ({', '.join(sorted(want)) or 'none'}); {_lines(n)} not shown"
+        body = "\n".join([f"(nothing in {_lines(n)} matches: {task!r})", footer("task", n, note)])
         return Rendered(mode="task", path=path, language=language, text=body, line_count=n,
                         shown_lines=0, omitted_lines=n, omitted=note)
     threshold = max(best * 0.5, min(idf.values(), default=0.0))
@@ -89,7 +89,7 @@ def render_task(path: str, text: str, language: str, task: str, context: int = 2
         out.append(f"… {_lines(n - 1 - prev)} not shown")
     omitted = n - len(keep)
     matched = sorted({t for i in hits for t in line_terms[i] & want})
-    note = f"{len(hits)} matching lines for {', '.join(matched)} · {omitted} lines not shown"
+    note = f"{len(hits)} matching {'line' if len(hits) == 1 else 'lines'} for {', '.join(matched)} · {_lines(omitted)} not shown"
     out.append(footer("task", n, note))
     return Rendered(mode="task", path=path, language=language, text="\n".join(out), line_count=n,
                     shown_lines=len(keep), omitted_lines=omitted, omitted=note if omitted else None)

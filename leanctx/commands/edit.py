@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 
 import msgspec
@@ -48,6 +49,8 @@ from .bus import Command, CommandContext, handles
 MAX_EDIT_BYTES = 8_000_000
 INVALID = "EDIT_PATH_INVALID"
 OUTSIDE = "EDIT_PATH_OUTSIDE_PROJECT"
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 class EditFile(Command, frozen=True):
@@ -185,7 +188,7 @@ def edit(ctx: CommandContext, cmd: EditFile) -> EditResult:
         new_text = text[:first] + cmd.new + text[first + len(cmd.old):]
     out = new_text.encode("utf-8")
     after = hashlib.sha256(out).hexdigest()
-    first_line = text.count("\n", 0, first) + 1
+    first_line = len(_LINE_END.findall(text, 0, first)) + 1  # line ends as reads count them (CR-only too)
     atomic_write(real, out)
     answer = (f"edited {path}: {count} replacement{'s' if count != 1 else ''} from line {first_line}"
               f" ({before[:12]} → {after[:12]})")

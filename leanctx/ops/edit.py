@@ -13,6 +13,14 @@ fit (``STUCK_CODES``); bad input (empty old text, a path outside the project, a 
 deposits nothing. The refusal is then re-raised unchanged, with ``stuck_deposited`` in its
 details. Were the process to die between the two transactions, the refusal is recorded and
 the STUCK mark is not: the mark is advisory, the refusal is the fact.
+
+Line ends: before dispatching, the old and new texts are fitted to the file's line ends
+(``leanctx.ops.edit_line_ends``): an old text spanning lines written with ``\n``, as reads show
+a file with CR-only line ends, matches the file's ``\r``; in a file whose line ends are all
+CR-only (or all CRLF) the new text's ``\n`` are written as that line end. Nothing else in the
+file changes. The one refusal this fitting makes itself (``EDIT_AMBIGUOUS`` for an old text shown
+several times but written with different line ends, in a file mixing CR-only and LF ends) comes
+before the dispatch: it leaves the STUCK mark, but no ``tool.called`` record.
 """
 
 from __future__ import annotations
@@ -22,7 +30,7 @@ import uuid
 from typing import Any
 
 from ..errors import LeanCtxError
-from ..paths import PathRefused, normalize, workspace_root
+from ..paths import PathRefused, join, normalize, workspace_root
 
 STUCK_CODES = frozenset({
     "EDIT_NOT_READ", "EDIT_STALE_READ", "EDIT_NO_MATCH", "EDIT_AMBIGUOUS", "EDIT_BINARY", "EDIT_NOT_TEXT",
@@ -36,9 +44,10 @@ def edit_file(lc: Any, root: str | os.PathLike[str], path: str, old: str, new: s
               idempotency_key: str | None = None) -> Any:
     """Edit ``path`` (relative to ``root``, or absolute inside it) as ``actor``; returns the
     ``EditResult``, or raises the refusal (after depositing STUCK on the file)."""
-    from ..commands.edit import INVALID, OUTSIDE, EditFile
+    from ..commands.edit import INVALID, MAX_EDIT_BYTES, OUTSIDE, EditFile
     from ..commands.scent import DepositScent
     from ..context.tokens import get_encoding
+    from .edit_line_ends import fit_file
 
     project = workspace_root(os.fspath(root), invalid_code="EDIT_NO_PROJECT")
     try:
@@ -47,8 +56,10 @@ def edit_file(lc: Any, root: str | os.PathLike[str], path: str, old: str, new: s
         target = None  # the handler refuses it again, and the bus records the refusal
     corr = correlation_id or uuid.uuid4().hex
     get_encoding()  # build the tokenizer before taking the write lock (the handler counts its answer)
-    cmd = EditFile(path=target or path, old=old, new=new, replace_all=replace_all, allow_unread=allow_unread)
     try:
+        if target is not None:
+            old, new = fit_file(join(project, target), old, new, MAX_EDIT_BYTES, shown=target)
+        cmd = EditFile(path=target or path, old=old, new=new, replace_all=replace_all, allow_unread=allow_unread)
         return lc.bus.dispatch(cmd, actor=actor, session_id=session_id, project=project, correlation_id=corr,
                                now=now, idempotency_key=idempotency_key).value
     except LeanCtxError as exc:

@@ -5,8 +5,13 @@ At most ``limit`` lines and ``MAX_ANSWER_TOKENS`` tokens of ``path:line: snippet
 against that cap too). When more hits were found than are sent, the listing of at most
 ``MAX_LISTED`` hits, with whole lines, is archived next to the log; the footer says how many
 are listed there and, when that is fewer than were found, that the rest are not listed
-(``2000 of 3000 listed in archive A…; refine the query``). ``search.record`` is dispatched
-with the tokens actually sent.
+(``2000 of 3000 listed in archive A…; refine the query``). When the token limit, not ``limit``,
+stopped the lines sent, the footer says how many more ``limit`` asked for were not shown, that
+the ``MAX_ANSWER_TOKENS`` listing limit is why, and where they are: the archive lists the hits
+in the order sent, so they are its lines ``shown+1``-``min(limit, hits)`` (``240 of 5000
+results; 760 more within the limit of 1000 not shown: over the 6,000-token listing limit (they
+are lines 241-1000 of archive A…: lean-ctx expand A… --lines 241-1000); …``). ``search.record``
+is dispatched with the tokens actually sent.
 """
 
 from __future__ import annotations
@@ -52,11 +57,19 @@ class SearchAnswer(msgspec.Struct):
     skipped_large: int = 0  # files in scope not searched because of their size (see the notes)
 
 
-def _footer(label: str, shown: int, total: int, listed: int, archive_id: str | None, query: str) -> str:
+def _footer(label: str, shown: int, total: int, listed: int, archive_id: str | None, query: str,
+            limit: int = 0, wanted: int = 0) -> str:
+    """``wanted``: the hits ``limit`` asks for (at most those found); when the listing limit
+    sent fewer, the footer says how many were left out, why, and which archive lines hold them."""
     if shown:
         footer = f"[search {label}: {shown} of {total} result{'s' if total != 1 else ''}"
     else:
         footer = f"[search {label}: no results for {query!r}"
+    if archive_id and wanted > shown:
+        more = wanted - shown
+        footer += (f"; {more} more within the limit of {limit} not shown: over the {MAX_ANSWER_TOKENS:,}-token listing"
+                   f" limit (they are lines {shown + 1}-{wanted} of archive {archive_id}: lean-ctx expand {archive_id}"
+                   f" --lines {shown + 1}-{wanted})")
     if archive_id:
         call = f"lean-ctx expand {archive_id}"
         if listed >= total:
@@ -94,7 +107,8 @@ def answer(lc: Any, texts: Any, query: str, method: str, hits: list[Hit], total:
                    count_tokens(archive_text, encoding))
     label = method if method != "fused" else "fused " + "+".join(
         s for s in ("bm25", "regex", "semantic") if s != "semantic" or semantic)
-    footer = _footer(label, len(shown), total, len(full_lines), archive_id, rq.text)
+    footer = _footer(label, len(shown), total, len(full_lines), archive_id, rq.text, limit,
+                     min(limit, len(listing)))
     lines = [*shown, footer, *(f"[{n}]" for n in notes)]
 
     def notice(cut: Cut) -> str:  # a guard: the limits above keep answers far below the cap

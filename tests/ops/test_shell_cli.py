@@ -58,7 +58,8 @@ def test_shell_json_timeout_and_one_string_through_bash(db: Path, tmp_path: Path
     out = json.loads(p.stdout)
     assert out["exit_code"] == 124 and out["timed_out"] is True and "begun" in out["text"]
     assert set(out) >= {"exit_code", "raw_tokens", "sent_tokens", "text", "archive_id", "pattern"}
-    p = run(db, "shell", "--cwd", str(tmp_path), "--env", "LC_X=42", "--", "echo $LC_X; pwd")
+    # the project is the current directory: --cwd must stay inside it (SHELL_CWD_OUTSIDE_PROJECT)
+    p = run(db, "shell", "--cwd", str(tmp_path), "--env", "LC_X=42", "--", "echo $LC_X; pwd", cwd=tmp_path)
     assert p.returncode == 0 and p.stdout == f"42\n{tmp_path}\n"
     bad = run(db, "shell", "--env", "nope", "--", "true")
     assert bad.returncode == 2 and "SHELL_INVALID_ENV" in bad.stderr

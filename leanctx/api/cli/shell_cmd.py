@@ -4,6 +4,15 @@
 CMD (several words: an argv; one word: a string for ``bash -c``), prints its compressed,
 secret-redacted output and exits with CMD's exit code (124 on a timeout).
 
+**Where CMD runs** stays inside the project, as over MCP and HTTP (the same check,
+``leanctx.api.tools.context.shell_cwd``, the same refusal: ``SHELL_CWD_OUTSIDE_PROJECT``, exit 2,
+``{"error": {...}}`` with ``--json``, and CMD does not run): a ``--cwd`` that climbs out with
+``..``, an absolute path elsewhere or a symlink resolving outside is refused. The base directory
+is the current one when it is inside the project (always, unless ``--project`` names another
+tree): no ``--cwd`` runs CMD there and a relative ``--cwd`` is taken from there. When the current
+directory is outside the project (``--project`` elsewhere), the base is the project root, as
+for ``ctx_shell``: no ``--cwd`` runs CMD in the project root, a relative one is taken from it.
+
 Token counts (shell, compress, expand) use ``$LEAN_CTX_MODEL`` (a model name such as
 ``gemini-2.5-pro``, or an encoding spec such as ``cl100k_base*1.1``; default ``o200k_base``);
 the events record it in their ``encoding`` field.
@@ -50,6 +59,25 @@ _COMPRESS_KEYS = ("raw_tokens", "sent_tokens", "text", "archive_id", "pattern", 
                   "budget_warning", "capped", "capped_archive_id")
 
 
+def _cli_cwd(project: str, cwd: str | None) -> str:
+    """The directory CMD runs in (see the module doc), checked by ``shell_cwd``."""
+    import os
+
+    from ..tools.context import shell_cwd
+
+    root = shell_cwd(project, None)  # the real project root (SHELL_INVALID_CWD when it is malformed)
+    try:
+        here = os.path.realpath(os.getcwd())
+    except OSError:  # the current directory was removed: the project root is the base
+        here = root
+    base = os.path.relpath(here, root) if here == root or here.startswith(root.rstrip(os.sep) + os.sep) else "."
+    if cwd is None or cwd == "":
+        return shell_cwd(project, base)
+    if os.path.isabs(cwd) or base == ".":
+        return shell_cwd(project, cwd)
+    return shell_cwd(project, base + "/" + cwd)  # refusals then name the path from the root, e.g. src/../..
+
+
 def _shell_json(r, keys: tuple[str, ...] = _SHELL_KEYS) -> dict:  # type: ignore[no-untyped-def]
     """The ``--json`` of shell (every field of ``ShellResult``, as ``ctx_shell`` returns them, but
     ``encoding``; none left out when null) or of compress (``_COMPRESS_KEYS``)."""
@@ -67,7 +95,10 @@ def shell_cmd(
     command: list[str] = typer.Argument(
         ..., help="The command, after `--`: several words are run as an argv; one word is a string run with bash -c."
     ),
-    cwd: Optional[str] = typer.Option(None, "--cwd", help="Run in this directory (default: the current one)."),
+    cwd: Optional[str] = typer.Option(
+        None, "--cwd", help="Run in this directory, inside the project (default: the current one; the project root"
+        " when the current one is outside it). Relative to the same."
+    ),
     timeout: Optional[float] = typer.Option(
         None, "--timeout", help="Seconds; past them the command's process group is killed and the exit code is 124."
     ),
@@ -84,13 +115,15 @@ def shell_cmd(
     from ...ops.shell import run_shell
 
     st = state(ctx)
+    workdir = _cli_cwd(st.project_root(), cwd)  # refused before anything runs or is opened
+    env_passthrough = _env_pairs(env)
     lc = st.open()
     target: str | list[str] = command[0] if len(command) == 1 else list(command)
     try:
         piped = None if sys.stdin is None or sys.stdin.isatty() else sys.stdin.fileno()
     except (OSError, ValueError):  # closed or detached: the command reads an empty input
         piped = None
-    r = run_shell(lc, target, cwd=cwd, timeout=timeout, env_passthrough=_env_pairs(env), raw=raw, stdin=piped,
+    r = run_shell(lc, target, cwd=workdir, timeout=timeout, env_passthrough=env_passthrough, raw=raw, stdin=piped,
                   **_who(st, session))
     if st.want_json(json_):
         from .render import emit_json

@@ -3,7 +3,9 @@
 The handler runs inside the log's ``BEGIN IMMEDIATE`` transaction and does, in order:
 
 1. the path jail (``leanctx.paths.normalize`` against ``ctx.project``: ``..`` climbing out,
-   absolute paths elsewhere, symlinks resolving outside → ``EDIT_PATH_OUTSIDE_PROJECT``);
+   absolute paths elsewhere, symlinks resolving outside → ``EDIT_PATH_OUTSIDE_PROJECT``), and
+   well-known secret files (``.env``, ``id_rsa``...) refused like reads refuse them
+   (``EDIT_SECRET_FILE`` unless ``$LEAN_CTX_ALLOW_SECRET_FILES=1``);
 2. read the file (no symlink followed at the last step, regular files only, at most
    ``MAX_EDIT_BYTES``, UTF-8 text) and hash it;
 3. the TOCTOU guard, on the strong ``file_versions`` projection: the agent must have read (or
@@ -114,6 +116,19 @@ def _occurrences(text: str, old: str, cap: int = 1000) -> int:
     return n
 
 
+def _refuse_secret_file(path: str, asked: str) -> None:
+    """A well-known secret file (``.env``, ``id_rsa``, ``*.pem``...) is not edited, as it is not
+    read: whether an old text matches would tell what the secret holds. ``EDIT_SECRET_FILE``
+    unless ``$LEAN_CTX_ALLOW_SECRET_FILES=1``, the switch that allows reading them."""
+    from ..context.secrets import is_secret_path
+    from ..ops.read_load import ALLOW_SECRETS_ENV, secrets_allowed
+
+    if not secrets_allowed() and (is_secret_path(path) or is_secret_path(asked)):
+        raise CommandError("EDIT_SECRET_FILE", f"{path} is a well-known secret file and is not edited through"
+                           f" lean-ctx (a match would reveal its content); set ${ALLOW_SECRETS_ENV}=1 to allow it",
+                           path=path)
+
+
 @handles(EditFile, emits=("file.edited",), result=EditResult)
 def edit(ctx: CommandContext, cmd: EditFile) -> EditResult:
     from ..context.tokens import count_tokens
@@ -127,6 +142,7 @@ def edit(ctx: CommandContext, cmd: EditFile) -> EditResult:
     root = workspace_root(ctx.project, invalid_code="EDIT_NO_PROJECT")
     wp = normalize(cmd.path, root, invalid_code=INVALID, outside_code=OUTSIDE)
     path = wp.path
+    _refuse_secret_file(path, cmd.path)
     if cmd.old == "":
         raise InvalidInput("EDIT_EMPTY_OLD", "the old text is empty; pass the exact text to replace")
     if cmd.old == cmd.new:

@@ -219,15 +219,17 @@ def test_rust_constants_and_statics() -> None:
         "1 const K", "4 static TABLE", "5 trait X [N:6]", "8 impl Y [M:9]", "private: BUF:2 COUNTER:3"]
 
 
-def test_a_long_run_of_constants_is_capped_in_map_not_in_signatures() -> None:
+def test_a_long_run_of_constants_is_capped_in_map_and_folded_in_signatures() -> None:
     src = "package p\n\nconst (\n" + "".join(f"\tE{i} = {i}\n" for i in range(50)) + ")\n\nfunc F() {}\n"
     rows = _rows("p.go", src, "map")
     assert rows[0].startswith("4 const E0 E1:5 E2:6 ") and rows[0].endswith(" E39:43 +10")
     assert rows[1] == "56 fn F"
     r = read("p.go", src, "map")
     assert r.shown_lines == 41  # forty names and the function; the ten counted ones are not shown
-    sig = _rows("p.go", src, "signatures")
-    assert len(sig) == 51 and sig[49] == "53 const E49 = 49"
+    sig = _rows("p.go", src, "signatures")  # more than FOLD_OVER: the first and last ones and a count
+    assert sig[:5] == [f"{4 + i} const E{i} = {i}" for i in range(5)]
+    assert sig[5] == "… 42 more constants in lines 9-50 (50 in lines 4-53; mode lines:9-50 shows them)"
+    assert sig[6:] == ["51 const E47 = 47", "52 const E48 = 48", "53 const E49 = 49", "56 F()"]
 
 
 @pytest.mark.parametrize(("path", "src"), [("m.ts", ES_MODULE), ("m.js", COMMONJS), ("p.go", GO), ("l.rs", RUST)])

@@ -29,7 +29,13 @@ parameter, its type and the return type stay; what goes is syntax the reader doe
   characters elided; a type alias keeps its value, which is the type. The module-level bindings
   of other languages (``export const K = 1``, ``export const CONFIG = …``, Go ``const A Kind =
   iota`` / ``var ErrX = …``, Rust ``pub const N: usize = 4``; which ones: see
-  ``leanctx.context.symbols.bindings``) are written the same way, each value elided alike;
+  ``leanctx.context.symbols.bindings``) are written the same way, each value elided alike; a
+  JS/TS declarator of a declaration that has several is written on its own after the
+  declaration's keywords (``export const a = 1, b = 2`` → ``export const a = 1`` and ``export
+  const b = 2``);
+- a function declared without a body (a C prototype, a TS overload or interface method, a
+  Rust trait method) is its whole declaration, its parameters on as many lines as they take; any
+  other declaration without a body whose text spans lines is its first line and ``…``;
 - whitespace is collapsed. Only a signature longer than ``MAX_SIG`` characters (generated
   code; no real one comes near it) is cut, after its name, with ``…``.
 
@@ -83,7 +89,7 @@ class _CompactWalker(_ts._Walker):  # reuse the walk, render compactly
     def _signature(self, node: Any, start: int, body: Any | None) -> str:
         if self.lang == "python" and node.type in {"assignment", "type_alias_statement"}:
             return self._binding(node)
-        if body is None and node.type in _b.BINDING_TYPES:
+        if body is None and (node.type in _b.BINDING_TYPES or node.type == "variable_declarator"):
             return self._module_binding(node, start)
         has_body = body is not None and body.start_byte > start
         end = body.start_byte if body is not None and has_body else node.end_byte
@@ -99,7 +105,7 @@ class _CompactWalker(_ts._Walker):  # reuse the walk, render compactly
         split = max(start, min(node.start_byte, end))  # wrapper prefix (decorators, export) | declaration
         prefix = self._prefix(root, start, split, edits)
         raw = self._apply(edits, split, end)
-        if not has_body:
+        if not has_body and not _ts.prototype(node):
             lines = raw.split("\n")
             if len(lines) > 1:
                 raw = lines[0] + (" …" if any(x.strip() for x in lines[1:]) else "")
@@ -117,6 +123,8 @@ class _CompactWalker(_ts._Walker):  # reuse the walk, render compactly
             if cut <= keep:
                 cut = max(MAX_SIG, keep)
             sig = sig[:cut].rstrip(" ,") + " …"
+        if not sig:  # the declaration is all prefix: ``export default {…}``
+            return _ts._TRAILERS.sub("", prefix)
         return f"{prefix} {sig}" if prefix else sig
 
     def _binding(self, node: Any) -> str:

@@ -6,16 +6,32 @@ line. Consecutive exported constants (no other declaration shown between them) s
 the first at the row's line and the next ones with theirs (``12 const A B:13 C:20``), at most
 ``_MAX_MEMBERS`` names and then a count (``+N``), as a class's members. What counts as exported
 (JS/TS export lists and CommonJS too) and which constants are declarations:
-``leanctx.context.symbols.bindings``.
+``leanctx.context.symbols.bindings``. Its line count is of the source lines it names.
+
+``signatures`` writes one row per declaration; declarations that share a line and a signature
+(the names of one destructuring pattern, of a Go spec ``const A, B = 1, 2``) share a row. A run
+of more than ``FOLD_OVER`` (40) constants is folded: consecutive constants, variables or statics
+(no other declaration between them) at one depth under one parent, and within one Go ``const
+(…)`` / ``var (…)`` group. Its first ``FOLD_HEAD`` (5) and last ``FOLD_TAIL`` (3) rows are
+kept; one row stands for the others and says how many they are, their lines, the run's own
+count and lines, and the read mode that shows them::
+
+    … 1182 more constants in lines 17-1198 (1190 in lines 12-1201; mode lines:17-1198 shows them)
+
+and the footer counts the declarations folded. The rule holds in every language and for every
+file, generated (Go's ``// Code generated … DO NOT EDIT.``) or not: past forty, a run of
+constants is a table (error numbers, opcodes, protocol codes), whose first and last names say
+what it is and whose lines are one read away; forty is also where ``map`` stops naming a
+run's members (``+N``). Nothing vanishes without its count and lines.
 """
 
 from __future__ import annotations
 
 from leanctx.context.modes.compact import compact_symbols
-from leanctx.context.modes.rendered import Rendered, footer, source_lines
+from leanctx.context.modes.rendered import Rendered, footer, plural, source_lines
 from leanctx.context.symbols import Symbol, extract_imports, extract_symbols, uses_tree_sitter
 
-__all__ = ["render_map", "render_signatures"]
+__all__ = ["FOLD_HEAD", "FOLD_OVER", "FOLD_TAIL", "fold_runs", "render_map", "render_signatures"]
 
 _KIND_SHORT = {"function": "fn", "method": "fn", "constructor": "new", "interface": "iface",
                "namespace": "ns", "property": "prop", "constant": "const", "variable": "var"}
@@ -24,6 +40,10 @@ _PRIVATE_KINDS = frozenset({"function", "method", "type", "constant", "variable"
 _MAX_MEMBERS = 40
 # consecutive exported constants (variables, statics) share a row: ``12 const A B:13 C:20``
 _RUN_KINDS = ("constant", "variable", "static")
+FOLD_OVER = 40  # signatures: a run of more constants than this is folded
+FOLD_HEAD = 5
+FOLD_TAIL = 3
+_FOLD_WORDS = {"constant": "constants", "variable": "variables", "static": "statics"}
 
 
 def _members(symbols: list[Symbol], parent: Symbol) -> list[Symbol]:
@@ -45,11 +65,11 @@ def render_map(path: str, text: str, language: str) -> Rendered:
         out.append("deps: " + ", ".join(m for _, m in imports))
     top = [s for s in symbols if s.depth == 0]
     private: list[str] = []
-    shown = len(imports)
+    shown = {line for line, _ in imports}  # the source lines the map names
     run: list[int] = []  # a run of constants on one row: [row index, how many, kind index]
     for s in top:
         if not s.exported and s.kind in _PRIVATE_KINDS:
-            shown += 1
+            shown.add(s.line)
             private.append(f"{s.name}:{s.line}")
             continue
         members = _members(symbols, s)
@@ -59,29 +79,29 @@ def render_map(path: str, text: str, language: str) -> Rendered:
                 run[1] += 1
                 if run[1] <= _MAX_MEMBERS:
                     out[run[0]] += f" {s.name}:{s.line}"
-                    shown += 1
+                    shown.add(s.line)
                 continue
             _end_run(out, run)
             run = [len(out), 1, _RUN_KINDS.index(s.kind)]
         else:
             _end_run(out, run)
             run = []
-        shown += 1
+        shown.add(s.line)
         line = f"{s.line} {kind} {s.name}"
         if members:
             names = [f"{m.name}:{m.line}" for m in members[:_MAX_MEMBERS]]
             more = f" +{len(members) - _MAX_MEMBERS}" if len(members) > _MAX_MEMBERS else ""
             line += " [" + " ".join(names) + more + "]"
-            shown += min(len(members), _MAX_MEMBERS)
+            shown.update(m.line for m in members[:_MAX_MEMBERS])
         out.append(line)
     _end_run(out, run)
     if private:
         out.append("private: " + " ".join(private))
     if not out:
         out.append("(no imports or declarations found)")
-    omitted = max(0, n - shown)
+    omitted = max(0, n - len(shown))
     how = "tree-sitter" if uses_tree_sitter(language) else "pattern match"
-    note = f"{len(symbols)} declarations ({how}) · bodies and the other {omitted} lines not shown"
+    note = f"{plural(len(symbols), 'declaration')} ({how}) · bodies and the other {plural(omitted, 'line')} not shown"
     out.append(footer("map", n, note))
     return Rendered(mode="map", path=path, language=language, text="\n".join(out), line_count=n,
                     shown_lines=n - omitted, omitted_lines=omitted, omitted=note)
@@ -89,16 +109,60 @@ def render_map(path: str, text: str, language: str) -> Rendered:
 
 def render_signatures(path: str, text: str, language: str) -> Rendered:
     """One line per declaration: its line number, one indentation step per nesting level
-    (members under their class), and its compact signature (see ``compact``); no bodies."""
+    (members under their class), and its compact signature (see ``compact``); no bodies.
+    Declarations that share a line and a signature (the names of one pattern, Go's ``const A, B
+    = 1, 2``) share one row; a long run of constants is folded (``fold_runs``)."""
     n = len(source_lines(text))
     symbols = compact_symbols(path, text, language)
-    out = [f"{s.line} {'  ' * s.depth}{s.signature}" for s in symbols]
+    out: list[str] = []
+    shown: set[int] = set()
+    folded = 0
+    prev: tuple[int, int, str] | None = None
+    for item in fold_runs(symbols):
+        if isinstance(item, str):
+            out.append(item)
+            folded += int(item.split()[1])
+            prev = None
+            continue
+        key = (item.line, item.depth, item.signature)
+        if key != prev:
+            out.append(f"{item.line} {'  ' * item.depth}{item.signature}")
+            shown.add(item.line)
+        prev = key
     if not out:
         out.append("(no declarations found)")
-    shown = len({s.line for s in symbols})
-    omitted = n - shown
+    omitted = n - len(shown)
     how = "" if uses_tree_sitter(language) else "pattern match · "
-    note = f"{how}{omitted} lines not shown"
+    note = f"{how}{plural(omitted, 'line')} not shown" + (f" · {plural(folded, 'declaration')} folded" if folded else "")
     out.append(footer("signatures", n, note))
     return Rendered(mode="signatures", path=path, language=language, text="\n".join(out), line_count=n,
-                    shown_lines=shown, omitted_lines=omitted, omitted=note)
+                    shown_lines=len(shown), omitted_lines=omitted, omitted=note)
+
+
+def fold_runs(symbols: list[Symbol]) -> list[Symbol | str]:
+    """The symbols, with each run of more than ``FOLD_OVER`` constants folded: its first
+    ``FOLD_HEAD`` and last ``FOLD_TAIL`` kept, the others replaced by one row that says how many
+    there are, their lines, and the run's own count and lines (see the module doc)."""
+    out: list[Symbol | str] = []
+    i = 0
+    while i < len(symbols):
+        s = symbols[i]
+        j = i + 1
+        if s.kind in _RUN_KINDS:
+            while (j < len(symbols) and symbols[j].kind in _RUN_KINDS and symbols[j].depth == s.depth
+                   and symbols[j].parent == s.parent and symbols[j].group == s.group):
+                j += 1
+        run = symbols[i:j]
+        if len(run) <= FOLD_OVER:
+            out.extend(run)
+        else:
+            hidden = run[FOLD_HEAD : len(run) - FOLD_TAIL]
+            a, b = hidden[0].line, hidden[-1].end_line
+            kinds = sorted({_FOLD_WORDS[h.kind] for h in run})
+            what = " and ".join(kinds) if len(kinds) > 1 else kinds[0]
+            out.extend(run[:FOLD_HEAD])
+            out.append(f"{'  ' * s.depth}… {len(hidden)} more {what} in lines {a}-{b} ({len(run)} in lines "
+                       f"{run[0].line}-{run[-1].end_line}; mode lines:{a}-{b} shows them)")
+            out.extend(run[len(run) - FOLD_TAIL :])
+        i = j
+    return out

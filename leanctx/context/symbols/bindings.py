@@ -12,11 +12,23 @@ Which bindings are declarations (one rule for every language that has them here)
 - a JavaScript/TypeScript binding whose value is a function (``const f = (a) => …``,
   ``function (…) {}``, or a call wrapping one: ``memo((p) => …)``) is a function, listed
   whatever its name (its signature keeps its parameters and return type); any other value (an
-  object, even one holding functions) makes a binding. Destructuring (``const {a, b} =
-  require(…)``) declares nothing here;
+  object, even one holding functions) makes a binding;
+- every name a declaration binds is a binding of its own (``binds_many``): each declarator of
+  ``export const a = 1, b = 2`` / ``var f = function () {}, g = …`` (written on its own after
+  the declaration's keywords, ``export const b = 2``, at its own line), each name of a Go spec
+  ``const A, B = 1, 2`` (sharing the spec's signature). A name bound by destructuring
+  (``export const { a, b: c } = o``, ``export const [x, y] = arr``) is listed only when
+  exported (``export``, or an export list), whatever its case: ``const { A, b } =
+  require(…)`` is an import, not a declaration. The names of one pattern share its line and
+  signature;
 - CommonJS: ``exports.f = function (…) {}`` / ``module.exports.f = (…) => …`` declare an
   exported function ``f``; ``module.exports = function/arrow/class`` one named after the class
   or ``module.exports``; ``export default function () {}`` one named ``default``;
+- an exported object literal that holds functions (``module.exports = { f() {}, g: function
+  () {}, h: () => … }``, ``exports.x = {…}``, ``export default {…}``, ``export = {…}``) is an
+  exported ``object`` named ``module.exports`` / ``x`` / ``default``, with each of those
+  functions (methods, and keys whose value is a function as above) as an exported member
+  ``function`` at its own line; its other keys are not declarations;
 - export lists make a top-level declaration exported: ``export { a, b as c }`` (not a
   re-export ``… from "m"``), ``export default a``, ``export = a``, ``module.exports = { a, b: c }``,
   ``module.exports = a``, ``exports.x = a`` / ``module.exports.x = a`` (``a`` and ``c`` here).
@@ -28,8 +40,9 @@ import re
 from typing import Any
 
 __all__ = ["BINDING_TYPES", "CONSTANT", "FUNCTION_VALUES", "GO_SPECS", "JS_LANGS", "VALUE_DECLARATIONS",
-           "binding_kind", "binding_values", "cjs_target", "js_binding_name", "js_exported_names",
-           "js_function_value", "listed", "unwrap", "value_name"]
+           "binding_kind", "binding_values", "binds_many", "bound_names", "cjs_target", "declarators",
+           "exported_object", "function_of", "go_group", "js_binding_name", "js_exported_names", "js_function_value",
+           "key_name", "listed", "object_functions", "unwrap", "value_name"]
 
 CONSTANT = re.compile(r"_*[A-Z][A-Z0-9_]*")
 JS_LANGS = frozenset({"javascript", "typescript", "tsx"})
@@ -90,10 +103,15 @@ def unwrap(n: Any | None) -> Any | None:
 
 
 def js_function_value(node: Any) -> Any | None:
-    """The function a ``const/let/var`` declaration (its first declarator) binds: its value, or a
-    function passed straight to the call that makes its value (``memo((p) => …)``)."""
+    """The function a ``const/let/var`` declaration (its first declarator) binds (``function_of``)."""
     d = next((c for c in node.named_children if c.type == "variable_declarator"), None)
-    value = unwrap(d.child_by_field_name("value")) if d is not None else None
+    return function_of(d.child_by_field_name("value")) if d is not None else None
+
+
+def function_of(value: Any | None) -> Any | None:
+    """The function a value is: itself, or a function passed straight to the call that makes it
+    (``memo((p) => …)``); None for any other value."""
+    value = unwrap(value)
     if value is None:
         return None
     if value.type in FUNCTION_VALUES:
@@ -103,6 +121,76 @@ def js_function_value(node: Any) -> Any | None:
         if args is not None:
             return next((a for a in args.named_children if a.type in FUNCTION_VALUES), None)
     return None
+
+
+def binds_many(node: Any) -> bool:
+    """A declaration that binds more than one name, or a name through a pattern: several JS/TS
+    declarators (``const a = 1, b = 2``), a destructuring one (``const {a, b} = o``), a Go spec
+    with several names (``const A, B = 1, 2``)."""
+    if node.type in GO_SPECS:
+        return len(node.children_by_field_name("name")) > 1
+    if node.type not in {"lexical_declaration", "variable_declaration"}:
+        return False
+    decls = declarators(node)
+    if len(decls) != 1:
+        return len(decls) > 1
+    n = decls[0].child_by_field_name("name")
+    return n is not None and n.type != "identifier"
+
+
+def declarators(node: Any) -> list[Any]:
+    return [c for c in node.named_children if c.type == "variable_declarator"]
+
+
+def bound_names(pattern: Any | None) -> list[Any]:
+    """The identifiers a declarator's name binds: itself, or each name of a destructuring pattern
+    (``{a, b: c, ...d}`` binds a, c, d; ``[x, , y = 2]`` x, y), in order."""
+    if pattern is None:
+        return []
+    t = pattern.type
+    if t in {"identifier", "shorthand_property_identifier_pattern"}:
+        return [pattern]
+    if t == "pair_pattern":
+        return bound_names(pattern.child_by_field_name("value"))
+    if t in {"assignment_pattern", "object_assignment_pattern"}:
+        return bound_names(pattern.child_by_field_name("left"))
+    if t in {"object_pattern", "array_pattern", "rest_pattern"}:
+        return [n for c in pattern.named_children for n in bound_names(c)]
+    return []
+
+
+def exported_object(node: Any, src: bytes) -> Any | None:
+    """The object literal a module exports, when it holds functions: ``module.exports = {…}``,
+    ``exports.x = {…}``, ``export default {…}``, ``export = {…}`` (``node`` the assignment or
+    the object)."""
+    if node.type == "assignment_expression":
+        obj = unwrap(node.child_by_field_name("right")) if cjs_target(node, src) is not None else None
+    else:
+        obj = node if node.type == "object" and node.parent is not None and node.parent.type == "export_statement" else None
+    return obj if obj is not None and obj.type == "object" and object_functions(obj) else None
+
+
+def object_functions(obj: Any) -> list[tuple[Any, Any, Any]]:
+    """(member, key, function) for each member of an object literal that is a function: a method
+    (``f() {}``, ``async g() {}``, ``*h() {}``, get/set) or a key with a function value
+    (``g: function () {}``, ``h: (x) => …``, ``k: memo(() => …)``)."""
+    out: list[tuple[Any, Any, Any]] = []
+    for m in obj.named_children:
+        if m.type == "method_definition":
+            key = m.child_by_field_name("name")
+            if key is not None:
+                out.append((m, key, m))
+        elif m.type == "pair":
+            key, fn = m.child_by_field_name("key"), function_of(m.child_by_field_name("value"))
+            if key is not None and fn is not None:
+                out.append((m, key, fn))
+    return out
+
+
+def key_name(key: Any, src: bytes) -> str:
+    """A property key as a name: ``f``, ``'quoted-key'`` → ``quoted-key``, ``[expr]`` kept."""
+    text = _text(key, src)
+    return text[1:-1] if key.type == "string" and len(text) >= 2 else text
 
 
 def js_binding_name(node: Any, src: bytes) -> str:
@@ -171,3 +259,11 @@ def binding_values(node: Any) -> list[Any]:
         return [v for v in found if v is not None]
     v = node.child_by_field_name("value")
     return [v] if v is not None else []
+
+
+def go_group(spec: Any) -> int:
+    """The line of the parenthesized ``const (…)`` / ``var (…)`` group of a Go spec, else 0."""
+    p = spec.parent
+    if spec.type not in GO_SPECS or p is None or not any(c.type == "(" for c in p.children):
+        return 0
+    return p.start_point[0] + 1

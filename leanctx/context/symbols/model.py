@@ -8,7 +8,9 @@ __all__ = ["Symbol"]
 
 
 class Symbol(msgspec.Struct, frozen=True):
-    """A declaration: ``line``/``end_line`` are 1-based and inclusive; ``depth`` 0 is top level."""
+    """A declaration: ``line``/``end_line`` are 1-based and inclusive; ``depth`` 0 is top level;
+    ``group`` is the line of the Go ``const (…)`` / ``var (…)`` group that declares it, 0 for
+    any other declaration (the ``signatures`` mode folds long runs of constants group by group)."""
 
     name: str
     kind: str  # function, method, class, struct, interface, trait, enum, type, constant, impl, module, ...
@@ -18,3 +20,4 @@ class Symbol(msgspec.Struct, frozen=True):
     signature: str
     exported: bool = True
     parent: str = ""
+    group: int = 0

@@ -47,6 +47,7 @@ _JS_DEFS = {
     "interface_declaration": "interface", "type_alias_declaration": "type", "enum_declaration": "enum",
     "function_signature": "function", "method_signature": "method", "abstract_method_signature": "method",
     "internal_module": "namespace", "module": "namespace",
+    "object": "object",  # ``export default {…}`` holding functions (bindings.exported_object)
 }
 _JS = LangSpec(
     defs=_JS_DEFS,

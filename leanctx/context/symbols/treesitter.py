@@ -1,7 +1,11 @@
 """Declarations from a tree-sitter parse (``tree_sitter_language_pack``, grammars bundled).
 
-Which module-level bindings (constants, variables) count as declarations, and which names an
-export list or CommonJS makes exported: see ``bindings``."""
+Which module-level bindings (constants, variables) count as declarations, which names an
+export list or CommonJS makes exported, and how a declaration that binds several names or an
+exported object literal of functions become several symbols: see ``bindings``. C/C++ macro words
+before a function: ``cmacros``. Elixir and Zig: ``special``. A function declared without a body
+(C prototype, TS overload, Rust trait method) has its whole declaration as its signature
+(``prototype``); any other bodiless declaration spanning lines, its first line and ``…``."""
 
 from __future__ import annotations
 
@@ -10,7 +14,12 @@ import threading
 from typing import Any
 
 from leanctx.context.symbols import bindings as _b
+from leanctx.context.symbols import cmacros as _cmacros
+from leanctx.context.symbols import special as _special
 from leanctx.context.symbols.model import Symbol
+from leanctx.context.symbols.nodes import contains as _contains
+from leanctx.context.symbols.nodes import first as _first
+from leanctx.context.symbols.nodes import line_of as _line_of
 from leanctx.context.symbols.specs import SPECS, LangSpec
 
 __all__ = ["extract", "parser_for", "supported"]
@@ -22,12 +31,6 @@ _TRAILERS = re.compile(r"(?:\s*(?:\{|:|=>|=|\bdo|\bwhere|;|,))+\s*$")
 _OPEN = re.compile(r"([(\[]) ")
 _CLOSE = re.compile(r",? \)")
 _MAX_SIG = 4000  # generated code only: no real declaration comes near it
-_ELIXIR_DEFS = {
-    "defmodule": "module", "defprotocol": "protocol", "defimpl": "impl", "def": "function",
-    "defp": "function", "defmacro": "macro", "defmacrop": "macro", "defguard": "function",
-    "defguardp": "function", "defdelegate": "function", "defstruct": "struct", "defexception": "struct",
-}
-_ELIXIR_CONTAINERS = {"defmodule", "defprotocol", "defimpl"}
 _NAME_TYPES = ("identifier", "type_identifier", "simple_identifier", "field_identifier", "constant",
                "name", "property_identifier", "word", "namespace_identifier", "qualified_identifier",
                "scoped_identifier", "operator_name", "destructor_name", "IDENTIFIER", "variable")
@@ -84,18 +87,33 @@ class _Walker:
                 continue
             if t in spec.defs:
                 self.visit(child, depth, parent, wrapper_start, exported)
+            elif t == "expression_statement" and self.lang in _C_LANGS:
+                self._c_prototype(child, depth, parent)
 
     def visit(self, node: Any, depth: int, parent: str, wrapper_start: int | None, exported: bool) -> None:
         t = node.type
         if self.lang == "elixir":
-            self._elixir(node, depth, parent)
+            _special.elixir(self, node, depth, parent)
             return
         if self.lang == "zig":
-            self._zig(node, depth, parent)
+            _special.zig(self, node, depth, parent)
             return
         need = self.spec.needs_child.get(t)
         if need and not _contains(node, need, 3):
             return
+        if self.lang in _b.JS_LANGS and t in {"assignment_expression", "object"}:
+            obj = _b.exported_object(node, self.src)
+            if obj is not None:
+                self._object(node, obj, depth, parent, wrapper_start)
+                return
+            if t == "object":
+                return
+        if t in _b.BINDING_TYPES and _b.binds_many(node):
+            self._bindings(node, depth, parent, wrapper_start, exported)
+            return
+        if self.lang in _C_LANGS and wrapper_start is None:
+            words = _cmacros.prefix(node, self.src)
+            wrapper_start = words.start_byte if words is not None else None
         exported = exported or t == "assignment_expression"  # CommonJS ``exports.f = …``
         kind = self._kind(node, depth, exported)
         if kind is None:
@@ -115,6 +133,7 @@ class _Walker:
             signature=sig,
             exported=self._exported(name, sig, exported, depth),
             parent=parent,
+            group=_b.go_group(node) if self.lang == "go" else 0,
         )
         self.out.append(sym)
         if body is not None and (t in self.spec.containers or (t == "assignment_expression" and kind == "class")):
@@ -122,6 +141,61 @@ class _Walker:
             self._in_class = kind not in {"namespace", "module"}
             self.walk(body, depth + 1, name)
             self._in_class = saved
+
+    # ------------------------------------------------------------------ several symbols from one node
+    def _add(self, name: str, kind: str, node: Any, start: int, sig: str, depth: int, parent: str,
+             exported: bool) -> None:
+        self.out.append(Symbol(name=name, kind=kind, line=_line_of(self.src, start), end_line=node.end_point[0] + 1,
+                               depth=depth, signature=sig, exported=self._exported(name, sig, exported, depth),
+                               parent=parent, group=_b.go_group(node) if self.lang == "go" else 0))
+
+    def _bindings(self, node: Any, depth: int, parent: str, wrapper_start: int | None, exported: bool) -> None:
+        """A declaration binding several names (``bindings.binds_many``): one symbol per name
+        that is a declaration. A JS/TS declarator is written on its own, after the declaration's
+        keywords (``export const b = 2``), at its line; the names of one pattern or Go spec share
+        its signature and line."""
+        start = wrapper_start if wrapper_start is not None else node.start_byte
+        if node.type in _b.GO_SPECS:
+            sig = self._signature(node, start, None)
+            for n in node.children_by_field_name("name"):
+                name = self.text(n.start_byte, n.end_byte)
+                if _b.listed(name, name[:1].isupper()):
+                    self._add(name, self.spec.defs[node.type], node, start, sig, depth, parent, exported)
+            return
+        decls = _b.declarators(node)
+        keywords = _WS.sub(" ", self.text(start, decls[0].start_byte)).strip()
+        for i, d in enumerate(decls):
+            at = start if i == 0 else d.start_byte
+            pattern = d.child_by_field_name("name")
+            single = pattern is not None and pattern.type == "identifier"
+            fn = _b.function_of(d.child_by_field_name("value")) if single else None
+            body = fn.child_by_field_name("body") if fn is not None else None
+            sig = f"{keywords} {self._signature(d, d.start_byte, body)}"
+            for n in _b.bound_names(pattern):
+                name = self.text(n.start_byte, n.end_byte)
+                is_exported = exported or name in self.js_exports
+                if fn is not None:
+                    self._add(name, self.spec.defs[node.type], d, at, sig, depth, parent, exported)
+                elif _b.listed(name, is_exported) and (single or is_exported):  # destructured: exported only
+                    self._add(name, "constant", d, at, sig, depth, parent, exported)
+
+    def _object(self, node: Any, obj: Any, depth: int, parent: str, wrapper_start: int | None) -> None:
+        """An exported object literal holding functions (``bindings.exported_object``): the object,
+        named after what exports it, with its functions as members."""
+        start = wrapper_start if wrapper_start is not None else node.start_byte
+        name = (_b.cjs_target(node, self.src) or "") if node.type == "assignment_expression" else "default"
+        self._add(name, "object", node, start, self._signature(node, start, obj), depth, parent, True)
+        for member, key, fn in _b.object_functions(obj):
+            sig = self._signature(member, member.start_byte, fn.child_by_field_name("body"))
+            self._add(_b.key_name(key, self.src), "function", member, member.start_byte, sig, depth + 1, name, True)
+
+    def _c_prototype(self, node: Any, depth: int, parent: str) -> None:
+        """A C/C++ prototype after macro words, parsed as a call statement (``cmacros``)."""
+        got = _cmacros.prototype(node, self.src)
+        if got is not None:
+            words, fn = got
+            self._add(self.text(fn.start_byte, fn.end_byte), "function", node, words.start_byte,
+                      self._signature(node, words.start_byte, None), depth, parent, False)
 
     # ------------------------------------------------------------------ pieces
     def _kind(self, node: Any, depth: int, exported: bool = False) -> str | None:
@@ -213,7 +287,7 @@ class _Walker:
         else:
             raw = self.text(start, node.end_byte)
             lines = raw.split("\n")
-            if len(lines) > 1:
+            if len(lines) > 1 and not prototype(node):
                 raw = lines[0] + (" …" if any(x.strip() for x in lines[1:]) else "")
         sig = _TRAILERS.sub("", _WS.sub(" ", raw).strip())
         sig = _CLOSE.sub(")", _OPEN.sub("(", sig))
@@ -266,64 +340,10 @@ class _Walker:
             return not sig.startswith("local")
         return not ({"private", "protected", "fileprivate", "internal", "defp", "defmacrop"} & words)
 
-    # ------------------------------------------------------------------ special grammars
-    def _elixir(self, node: Any, depth: int, parent: str) -> None:
-        target = node.child_by_field_name("target")
-        macro = self.text(target.start_byte, target.end_byte) if target is not None else ""
-        if macro not in _ELIXIR_DEFS:
-            return
-        args = _first(node, {"arguments"})
-        name = ""
-        if args is not None and args.named_children:
-            a = args.named_children[0]
-            head = a.child_by_field_name("target") if a.type == "call" else None
-            n = head if head is not None else a
-            name = self.text(n.start_byte, n.end_byte).split("(")[0]
-        body = _first(node, {"do_block"})
-        sig = self._signature(node, node.start_byte, body)
-        sig = re.sub(r",\s*do:.*$", "", sig)
-        self.out.append(Symbol(name=name, kind=_ELIXIR_DEFS[macro], line=node.start_point[0] + 1,
-                               end_line=node.end_point[0] + 1, depth=depth, signature=sig,
-                               exported=not macro.endswith("p"), parent=parent))
-        if macro in _ELIXIR_CONTAINERS and body is not None:
-            for c in body.named_children:
-                if c.type == "call":
-                    self._elixir(c, depth + 1, name)
-
-    def _zig(self, node: Any, depth: int, parent: str) -> None:
-        fn = _first(node, {"FnProto"})
-        if fn is not None:
-            nm = fn.child_by_field_name("function") or _first(fn, {"IDENTIFIER"})
-            name = self.text(nm.start_byte, nm.end_byte) if nm is not None else ""
-            body = _first(node, {"Block"})
-            sig = self._signature(node, node.start_byte, body)
-            if self.src[max(0, node.start_byte - 4) : node.start_byte].strip() == b"pub":
-                sig = "pub " + sig
-            self.out.append(Symbol(name=name, kind="method" if depth else "function", line=node.start_point[0] + 1,
-                                   end_line=node.end_point[0] + 1, depth=depth, signature=sig,
-                                   exported=sig.startswith("pub"), parent=parent))
-            return
-        var = _first(node, {"VarDecl"})
-        container = _find(var, {"ContainerDecl"}, 3) if var is not None else None
-        if var is None or container is None:
-            return
-        nm = var.child_by_field_name("variable_type_function") or _first(var, {"IDENTIFIER"})
-        name = self.text(nm.start_byte, nm.end_byte) if nm is not None else ""
-        ctype = _first(container, {"ContainerDeclType"})
-        kind = self.text(ctype.start_byte, ctype.end_byte).split("(")[0] if ctype is not None else "struct"
-        brace = self.src.find(b"{", container.start_byte, container.end_byte)
-        is_pub = self.src[max(0, node.start_byte - 4) : node.start_byte].strip() == b"pub"
-        sig = _TRAILERS.sub("", _WS.sub(" ", self.text(node.start_byte, brace if brace > 0 else container.end_byte)).strip())
-        sig = "pub " + sig if is_pub else sig
-        self.out.append(Symbol(name=name, kind=kind or "struct", line=node.start_point[0] + 1,
-                               end_line=node.end_point[0] + 1, depth=depth, signature=sig,
-                               exported=sig.startswith("pub"), parent=parent))
-        for c in container.named_children:
-            if c.type == "Decl":
-                self._zig(c, depth + 1, name)
-
 
 _CONSTANT = _b.CONSTANT
+_C_LANGS = frozenset({"c", "cpp"})
+_FUNCTION_DECLARATORS = frozenset({"function_declarator"})
 _FINAL_ANN = re.compile(r"(?:\w+\.)?Final\b")
 _TYPE_ALIAS_ANN = re.compile(r"\bTypeAlias\b")
 _TYPE_FACTORIES = frozenset({"TypeVar", "ParamSpec", "TypeVarTuple", "NewType", "NamedTuple", "TypedDict"})
@@ -331,37 +351,20 @@ _GENERIC_BUILTINS = frozenset({"list", "dict", "set", "frozenset", "tuple", "typ
 _BUILTIN_TYPES = frozenset({"int", "str", "bytes", "float", "bool", "complex", "object", "bytearray", "None"})
 
 
+def prototype(node: Any) -> bool:
+    """A function declared without a body (a C prototype, a TS overload or interface method, a
+    Rust trait method): all of it is its signature, its parameters on as many lines as they are."""
+    if node.type == "expression_statement":  # a C prototype after macro words (cmacros)
+        return True
+    if node.child_by_field_name("parameters") is not None:
+        return True
+    return node.type in {"declaration", "field_declaration"} and _contains(node, _FUNCTION_DECLARATORS, 3)
+
+
 def _main_guard(w: _Walker, node: Any) -> bool:
     """``if __name__ == "__main__":``: demo code, not declarations of the module."""
     cond = node.child_by_field_name("condition")
     return cond is not None and "__name__" in w.text(cond.start_byte, cond.end_byte)
-
-
-def _line_of(src: bytes, offset: int) -> int:
-    return src.count(b"\n", 0, offset) + 1
-
-
-def _first(node: Any, types: set[str] | frozenset[str]) -> Any | None:
-    for c in node.named_children:
-        if c.type in types:
-            return c
-    return None
-
-
-def _find(node: Any, types: set[str] | frozenset[str], depth: int) -> Any | None:
-    if depth < 0:
-        return None
-    for c in node.named_children:
-        if c.type in types:
-            return c
-        got = _find(c, types, depth - 1)
-        if got is not None:
-            return got
-    return None
-
-
-def _contains(node: Any, types: frozenset[str], depth: int) -> bool:
-    return _find(node, types, depth) is not None
 
 
 def _declarator_name(node: Any) -> Any | None:

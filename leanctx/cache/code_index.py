@@ -86,10 +86,11 @@ DDL = (
 
 def _engine() -> str:
     """sha256 of the rules that decide what the index holds: this module, the chunking and terms
-    (``code_chunks.py``) and the redaction patterns (``leanctx/context/secrets.py``)."""
+    (``code_chunks.py``) and the redaction rules (``leanctx/context/secrets.py`` and
+    ``secret_types.py``)."""
     package = Path(__file__).resolve().parents[1]
     return source_digest([package / "cache" / "code_index.py", package / "cache" / "code_chunks.py",
-                          package / "context" / "secrets.py"], package)[:16]
+                          package / "context" / "secrets.py", package / "context" / "secret_types.py"], package)[:16]
 
 
 ENGINE = _engine()

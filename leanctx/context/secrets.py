@@ -20,10 +20,22 @@ YAML, JSON ``"password": "..."``, TOML/INI, code, ``--password=``, ``?api_key=``
   several words runs to the end of the line (before a `` #`` comment):
   ``password: correct horse battery``, ``API_KEY: sk live words``, ``secret_key = a b c``.
 
-Left alone (false positives are kept few, not absent: ``api_key: Optional[str]`` in code is
-still redacted): values under 4 characters (the whole value: a phrase counts whole, so
-``sk with spaces`` is redacted although ``sk`` is short), placeholders (``${VAR}``,
-``<your key>``, ``changeme``, ``xxxx``...), references (``os.environ[...]``,
+**Type annotations** are code, not values (``leanctx.context.secret_types`` has the exact
+rule): after ``name:`` (one colon, an unquoted name), a type expression is kept wherever it
+occurs when it holds a known type name (``api_key: Optional[str]``, ``password: SecretStr``,
+``pub api_key: String,``, ``access_token: str | None``), and otherwise when it is made of PascalCase
+names (``access_token: Token``, ``"Token"``, ``key: Foo[Bar]``) on a line that reads as code (a
+class body, a signature, a declaration keyword, a default). A bare ``db_password: Password123``
+or ``password: Hunter`` (YAML, ``.env``, a line out of context) is a value and redacted: the
+text carries no file type, and when nothing says code, it is redacted. The **default** after an
+annotation goes through the assignment rule (``api_key: str = "sk-..."`` redacts the quoted
+value), except an unquoted default that is code reading the value from elsewhere (a name,
+attribute, call, subscript, ``lambda``: ``= Field(...)``, ``= settings.key``).
+
+Left alone (false positives are kept few, not absent: ``x_key = compute(key)`` or the constant
+``CACHE_KEY = "user:{id}"`` are still redacted): values under 4 characters (the whole value: a
+phrase counts whole, so ``sk with spaces`` is redacted although ``sk`` is short), placeholders
+(``${VAR}``, ``<your key>``, ``changeme``, ``xxxx``...), references (``os.environ[...]``,
 ``os.getenv(...)``, ``process.env.X``, ``$(cmd)``), f-strings and bracketed structures, a
 variable passed on under its own name (``password=password``), walrus assignments, and
 several-word values that read as code (brackets, ``=``, ``|``, quotes, ``is not``, ``None``,
@@ -39,6 +51,8 @@ from collections.abc import Callable, Iterable
 from pathlib import PurePosixPath
 
 import msgspec
+
+from .secret_types import Annotations
 
 REDACTED = "[REDACTED:{kind}]"
 
@@ -74,17 +88,20 @@ def _name(suffixes: str) -> str:
     return rf"""(?P<name>\b[A-Za-z0-9_.-]*(?:{suffixes})\b["']?)(?P<sep>[ \t]*(?::=|[:=])[ \t]*)"""
 
 
-_ASSIGN = re.compile(
-    _name(_SUFFIXES) + r"""(?:
+_VALUE_SOURCE = r"""(?:
         # quoted (a Python b/r/u prefix allowed): everything up to the closing quote on that line,
         # backslash escapes skipped; a quote that is never closed runs to the end of the line
         (?P<prefix>(?:br|rb|[bru])?)(?P<q>["'])(?P<quoted>(?:\\[^\n]|(?!(?P=q))[^\\\n])*)(?P<close>(?P=q)|$)
         # unquoted: a <placeholder>, else up to whitespace; not an f-string (it is computed) nor a
         # bracketed structure (a tuple, list or dict holds its own quoted values)
       | (?P<value><[^<>\n]*>|(?![\"'`=(\[{]|f[r]?["']|rf["'])\S+)
-    )""",
-    re.IGNORECASE | re.VERBOSE | re.MULTILINE,
-)
+    )"""
+_ASSIGN = re.compile(_name(_SUFFIXES) + _VALUE_SOURCE, re.IGNORECASE | re.VERBOSE | re.MULTILINE)
+_VALUE = re.compile(_VALUE_SOURCE, re.IGNORECASE | re.VERBOSE | re.MULTILINE)  # a default after an annotation
+_DEFAULT = re.compile(r"[ \t]*=(?![=>~])[ \t]*")
+# an unquoted default that is code reading its value from elsewhere (a name, attribute, call,
+# subscript, lambda): ``= Field(...)``, ``= settings.token``, ``= load_key(data)``
+_EXPRESSION = re.compile(r"(?:lambda|await|not)\b|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?:[(\[]|$)")
 # an unquoted value that reads the secret from elsewhere instead of holding it: ``os.environ[...]``,
 # ``os.getenv(...)``, ``process.env.X``, ``ENV[...]``, ``$(cmd)``, ``${VAR:-x}``
 _REFERENCE = re.compile(r"^(?:os\.(?:environ\b|getenv\()|process\.env\b|ENV\[|\$\(|\$\{)")
@@ -177,26 +194,52 @@ def redact(text: str) -> Redacted:
             return m.group(0)  # one word (the general rule below decides), prose or code
         return swap(m, "value", value)
 
-    def assign(m: re.Match[str]) -> str:
+    def assign(m: re.Match[str], name: str, default: bool = False) -> str:
+        """``m`` (an ``_ASSIGN`` or ``_VALUE`` match) with its value redacted unless kept; a
+        ``default`` of a parameter may also be followed by the ``:`` closing its signature."""
         if m.group("q"):
             value = m.group("quoted")
-            return m.group(0) if keep(value, m.group("name")) else swap(m, "quoted", value)
-        value = _trim_closers(m.group("value"))
-        if keep(value, m.group("name")) or ":=" in m.group("sep"):  # ``if token := next(it)``: code
+            return m.group(0) if keep(value, name) else swap(m, "quoted", value)
+        value = _trim_closers(m.group("value"), ":" if default else "")
+        if keep(value, name) or (default and _EXPRESSION.match(value)):
             return m.group(0)
         return swap(m, "value", value)
 
+    def assignments(text: str) -> str:
+        """``_ASSIGN`` substituted, except that a type annotation after ``name:`` is kept and
+        only the default after it (``= value``) goes through the rule."""
+        out: list[str] = []
+        pos = 0
+        annotations = Annotations(text)
+        while m := _ASSIGN.search(text, pos):
+            out.append(text[pos:m.start()])
+            name, sep = m.group("name"), m.group("sep")
+            end = (annotations.annotation_end(m.end("sep"), m.start("name"))
+                   if sep.strip() == ":" and not name.endswith(("'", '"')) else None)
+            if end is None:
+                walrus = ":=" in sep and not m.group("q")  # ``if token := next(it)``: code
+                out.append(m.group(0) if walrus else assign(m, name))
+                pos = m.end()
+                continue
+            out.append(text[m.start():end])
+            pos = end
+            if (d := _DEFAULT.match(text, pos)) and (v := _VALUE.match(text, d.end())):
+                out.append(d.group(0) + assign(v, name, default=True))
+                pos = v.end()
+        out.append(text[pos:])
+        return "".join(out)
+
     if "=" in text or ":" in text:
         text = _CONFIG_LINE.sub(config_line, text)
-        text = _ASSIGN.sub(assign, text)
+        text = assignments(text)
     return Redacted(text, count, kinds, found)
 
 
-def _trim_closers(value: str) -> str:
-    """An unquoted value less what closes the syntax around it: trailing ``,`` ``;``, brackets it
-    never opened and quotes it never opened (``str,`` → ``str``, ``x")`` → ``x``, ``Optional[str]``
-    stays)."""
-    while value and value[-1] in ",;)]}\"'`":
+def _trim_closers(value: str, also: str = "") -> str:
+    """An unquoted value less what closes the syntax around it: trailing ``,`` ``;`` (and ``also``),
+    brackets it never opened and quotes it never opened (``str,`` → ``str``, ``x")`` → ``x``,
+    ``Optional[str]`` stays)."""
+    while value and value[-1] in ",;)]}\"'`" + also:
         c = value[-1]
         if c in _CLOSE and value.count(_OPEN[_CLOSE.index(c)]) >= value.count(c):
             break

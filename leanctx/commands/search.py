@@ -3,7 +3,8 @@
 Appends ``search.ran`` on ``search:<session or agent>`` with the real token counts, and
 ``archive.created`` on ``archive:<id>`` when the full listing was archived and that archive has
 no event yet (archives are content-addressed: the same listing archived twice is one archive).
-The query is redacted again here, defensively: text that reaches the log cannot be taken out.
+The query is redacted again here, defensively, before it is cut to ``MAX_QUERY_CHARS`` (a
+secret cut in two would no longer be recognised): text that reaches the log cannot be taken out.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def record(ctx: CommandContext, cmd: RecordSearch) -> SearchRecorded:
         raise InvalidInput("SEARCH_INVALID_METHOD", f"no search method {cmd.method!r}; use regex, bm25, semantic or fused")
     if min(cmd.results, cmd.raw_tokens, cmd.sent_tokens, cmd.redactions) < 0:
         raise InvalidInput("SEARCH_INVALID_COUNT", "result and token counts cannot be negative")
-    q = redact(cmd.query[:MAX_QUERY_CHARS])
+    q = redact(cmd.query)
     stream = f"search:{ctx.session_id or ctx.actor or 'anonymous'}"
     created = False
     if cmd.archive_id is not None:
@@ -55,7 +56,7 @@ def record(ctx: CommandContext, cmd: RecordSearch) -> SearchRecorded:
                                              bytes=cmd.archive_bytes, lines=cmd.archive_lines,
                                              tokens=cmd.archive_tokens))
             created = True
-    ctx.emit(stream, SearchRan(query=q.text, method=cmd.method, results=cmd.results, raw_tokens=cmd.raw_tokens,
+    ctx.emit(stream, SearchRan(query=q.text[:MAX_QUERY_CHARS], method=cmd.method, results=cmd.results, raw_tokens=cmd.raw_tokens,
                                sent_tokens=cmd.sent_tokens, archive_id=cmd.archive_id,
                                redactions=cmd.redactions + q.count, session_id=ctx.session_id,
                                encoding=cmd.encoding))

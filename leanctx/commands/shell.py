@@ -17,6 +17,9 @@ decide and record, inside the bus's write transaction:
   read), emits ``archive.expanded`` on ``archive:<id>`` and ``budget.consumed``.
 
 Text never enters the log: only the command line (redacted), counts and archive ids.
+``ops.shell`` redacts the command line before dispatching; ``shell.record`` redacts it again,
+defensively, before cutting it to ``MAX_COMMAND_CHARS`` (a secret cut in two would no longer
+be recognised): text that reaches the log cannot be taken out.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import re
 import msgspec
 
 from ..archive import ArchiveInfo
+from ..context.secrets import redact
 from ..errors import InvalidInput
 from ..events import NO_STREAM
 from ..events.kinds.context import ArchiveCreated, ArchiveExpanded, ShellRan
@@ -167,7 +171,7 @@ def record_shell(ctx: CommandContext, cmd: RecordShell) -> ShellRecorded:
     ctx.emit(
         stream_of(ctx),
         ShellRan(
-            command=cmd.command[:MAX_COMMAND_CHARS],
+            command=redact(cmd.command).text[:MAX_COMMAND_CHARS],
             pattern=cmd.pattern,
             exit_code=cmd.exit_code,
             raw_tokens=cmd.raw_tokens,

@@ -1,7 +1,11 @@
 """Running a command for ctx_shell: its own session and process group, stdin closed, stdout
 and stderr drained by threads that keep the first and last half of ``cap`` bytes each (the
 middle is counted and said to be missing), a timeout that kills the whole group (SIGTERM, then
-SIGKILL; exit code 124), and shell-style exit codes for signals (128 + N)."""
+SIGKILL; exit code 124), and shell-style exit codes for signals (128 + N).
+
+Output is decoded as UTF-8 with ``surrogateescape``: a byte that is not UTF-8 arrives as a lone
+surrogate U+DC80–U+DCFF, so the exact bytes of binary output survive to be archived
+(``leanctx.context.shell.binary``); whatever is shown as text shows them as U+FFFD."""
 
 from __future__ import annotations
 
@@ -78,12 +82,12 @@ class _Reader(threading.Thread):
         with self.lock:
             head, tail, dropped = bytes(self.head), b"".join(self.tail), self.dropped
         if not dropped:
-            return (head + tail).decode("utf-8", "replace")
-        h = head.decode("utf-8", "replace")
+            return (head + tail).decode("utf-8", "surrogateescape")
+        h = head.decode("utf-8", "surrogateescape")
         if not h.endswith("\n"):
             h += "\n"
         note = f"[lean-ctx: {dropped} bytes of output in the middle were not captured (over the capture limit)]\n"
-        return h + note + tail.decode("utf-8", "replace")
+        return h + note + tail.decode("utf-8", "surrogateescape")
 
 
 class Run(msgspec.Struct):

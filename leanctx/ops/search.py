@@ -33,7 +33,16 @@ listing (at most ``MAX_LISTED`` hits, which the footer states when fewer than fo
 archived (``ArchiveStore.beside(db)``) and the answer names the archive id. Token counts are real
 (tiktoken): ``raw_tokens`` is the full listing with whole lines (what an uncapped grep-style
 answer would send), ``sent_tokens`` the answer sent. ``redactions`` counts the redaction
-markers in that listing plus those in the query (which is recorded redacted).
+markers in that listing plus those in the query.
+
+The query is redacted (``context.secrets.redact``) before anything is recorded: ``search.ran``
+holds the redacted query, and so does the answer (its ``query`` and the ``no results for ...``
+footer): the agent gets back its own words with the secret marked, which shows what the log kept.
+The search itself runs on the query as given.
+
+``glob`` (``--path``, ``glob=``) scopes the search to matching paths (``ops.files.glob_match``);
+a glob with a ``[`` set never closed is refused with ``SEARCH_INVALID_GLOB`` (:func:`check_glob`)
+on every surface, rather than answering "no results".
 """
 
 from __future__ import annotations
@@ -61,14 +70,21 @@ from .files import (
 )
 from .read import MAX_FILE_BYTES as SCAN_MAX_FILE_BYTES
 from .search_answer import MAX_LISTED, Hit, SearchAnswer, answer
+from .search_input import (
+    MAX_GLOB_CHARS,
+    MAX_LIMIT,
+    MAX_QUERY_CHARS,
+    METHODS,
+    check_glob,
+    check_input,
+)
 
-METHODS = ("auto", "regex", "bm25", "semantic")
+__all__ = ["MAX_GLOB_CHARS", "MAX_LIMIT", "MAX_QUERY_CHARS", "METHODS", "check_glob", "regex_scan", "rrf", "search"]
+
 DEFAULT_LIMIT = 20
-MAX_LIMIT = 1000
 POOL = 200  # hits taken from each ranker before fusion
 MAX_REGEX_MATCHES = 5000
 REGEX_BUDGET = 5.0  # seconds for a whole regex scan
-MAX_QUERY_CHARS = 1000
 SNIPPET_CHARS = 160
 _WORD = re.compile(r"\w+")
 _COUNTED = re.compile(r"(?<!\\)\{\s*(\d+)?\s*(?:,\s*(\d+)?\s*)?\}")
@@ -204,18 +220,6 @@ def regex_scan(root: str, files: Sequence[FileEntry], pattern: Any, texts: _Text
 
 # --- the operation ----------------------------------------------------------------------------
 
-def _check(query: str, method: str, limit: int) -> None:
-    if not isinstance(query, str) or not query.strip():
-        raise InvalidInput("SEARCH_EMPTY_QUERY", "the query is empty; pass words, an identifier or a pattern")
-    if len(query) > MAX_QUERY_CHARS:
-        raise InvalidInput("SEARCH_QUERY_TOO_LONG", f"the query has {len(query)} characters; use at most "
-                           f"{MAX_QUERY_CHARS}")
-    if method not in METHODS:
-        raise InvalidInput("SEARCH_INVALID_METHOD", f"no search method {method!r}; use one of {', '.join(METHODS)}")
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise InvalidInput("SEARCH_INVALID_LIMIT", f"limit must be a whole number from 1 to {MAX_LIMIT}")
-
-
 def search(lc: Any, root: str | os.PathLike[str], query: str, *, method: str = "auto", limit: int = DEFAULT_LIMIT,
            glob: str | None = None, actor: str | None = None, session_id: str | None = None,
            embedder: Any = None, now: float | None = None, record: bool = True,
@@ -231,7 +235,8 @@ def search(lc: Any, root: str | os.PathLike[str], query: str, *, method: str = "
     )
     from ..paths import workspace_root
 
-    _check(query, method, limit)
+    check_input(query, method, limit)
+    check_glob(glob)
     pattern = _compile(query, literal_fallback=(method == "auto")) if method in ("auto", "regex") else None
     project = workspace_root(os.fspath(root), invalid_code="SEARCH_INVALID_ROOT")
     listing = list_files(project)

@@ -10,6 +10,18 @@ full redacted output next to the log whenever a line was omitted, puts the archi
 every omission marker, and then dispatches ``shell.record``, which appends the events and
 spends the tokens sent from the agent's budget.
 
+Secrets: the output, the command line (string or argv, as recorded in ``shell.ran`` and
+returned as ``command``) and anything derived from them pass through ``context.secrets.redact``
+before anything is appended, archived or sent; a secret the output printed is also scrubbed
+from the command line, and so is the value of an ``env_passthrough`` variable whose name says
+it is secret (``DB_PASSWORD=...``) wherever the command prints it. The environment is not
+recorded.
+
+Binary output (``context.shell.binary``): ``ops.process`` keeps bytes that are not UTF-8 as
+surrogates; the engine replaces each binary run with ``[binary output: N bytes (lines A-B), not
+shown · expand ID]`` (text around it kept, the exit code line too) and the archive holds the run
+escaped byte by byte (``\\xNN``); ``raw=True`` sends that escaped form instead of U+FFFD junk.
+
 Rules kept here on top of the engine's: *never worse* is re-checked on the final text (the
 archive id replaces the ``{archive}`` placeholder, which can change the token count); the
 real exit code is returned; nothing omitted without an archive to expand it from.
@@ -126,6 +138,16 @@ def _redact(text: str, *, command: bool = False, also: list[str] | None = None) 
     return out, n, r.found
 
 
+def _env_secrets(passed: Mapping[str, str]) -> list[str]:
+    """The values of ``env_passthrough`` whose name says they are secret (``DB_PASSWORD``,
+    ``GITHUB_TOKEN``: what ``redact`` would take out of ``NAME="value"``): the command may print
+    them bare (``echo $DB_PASSWORD``), where no rule would see them, so they are scrubbed from
+    its output and command line as ``[REDACTED:echoed]``. The environment itself is never
+    recorded."""
+    return [v for k, v in passed.items()
+            if v.strip() and any(redact(t).count for t in (f'{k}="{v}"', f"{k}={v}"))]
+
+
 # ----------------------------------------------------------------------------- budget
 
 
@@ -219,19 +241,23 @@ def _process(
     encoding: str,
     timed_out: bool = False,
     cap_tokens: int = ANSWER_CAP_TOKENS,
+    secrets: Sequence[str] = (),
 ) -> ShellResult:
     from ..context.shell import archive_text, compress, fill_archive, raw_render
+    from ..context.shell.binary import escaped
     from ..context.tokens import count_tokens
 
     # secrets out first: nothing below (engine, archive, log, answer) ever sees them
-    out, n_out, found_out = _redact(stdout)
-    err, n_err, found_err = _redact(stderr)
-    cmd_text = _redact(command_text, command=True, also=[*found_out, *found_err])[0]
+    out, n_out, found_out = _redact(stdout, also=list(secrets))
+    err, n_err, found_err = _redact(stderr, also=list(secrets))
+    cmd_text = _redact(command_text, command=True, also=[*found_out, *found_err, *secrets])[0]
     redactions = n_out + n_err
-    plain = raw_render(out, err, exit_code)
+    plain = raw_render(out, err, exit_code)  # binary as a plain decode shows it: what raw_tokens counts
     c = None if raw else compress(pattern_command, out, err, exit_code, encoding=encoding)
     raw_tokens = c.raw_tokens if c is not None else count_tokens(plain, encoding)
-    body, pattern, omitted, info, full = plain, "raw", 0, None, ""
+    # --raw sends everything, binary runs escaped byte by byte (\xNN) rather than as U+FFFD
+    shown = raw_render(escaped(out), escaped(err), exit_code) if raw else plain
+    body, pattern, omitted, info, full = shown, "raw", 0, None, ""
     if c is not None and c.pattern != "raw":
         body, pattern, omitted = c.text, c.pattern, c.omitted_lines
         if c.omitted_lines:
@@ -310,7 +336,8 @@ def run_shell(
     workdir = None if cwd is None else os.fspath(cwd)
     if workdir is not None and not os.path.isdir(workdir):
         raise InvalidInput("SHELL_INVALID_CWD", f"{workdir!r} is not a directory; give an existing --cwd")
-    env = {**os.environ, **{str(k): str(v) for k, v in (env_passthrough or {}).items()}}
+    passed = {str(k): str(v) for k, v in (env_passthrough or {}).items()}
+    env = {**os.environ, **passed}
     check_cap(cap_tokens, "SHELL_INVALID_CAP")
     _budget_precheck(lc, actor, session_id, project, now)
     run = execute(argv, workdir, env, timeout, max_output_bytes, stdin)
@@ -319,7 +346,7 @@ def run_shell(
         lc, command_text=command_text, pattern_command=pattern_command, stdout=run.stdout, stderr=run.stderr,
         exit_code=run.exit_code, duration_ms=run.duration_ms, captured=False, notes=[run.note] if run.note else [],
         raw=raw, actor=actor, session_id=session_id, project=project, now=now, encoding=encoding,
-        timed_out=run.timed_out, cap_tokens=cap_tokens,
+        timed_out=run.timed_out, cap_tokens=cap_tokens, secrets=_env_secrets(passed),
     )
 
 

@@ -18,12 +18,28 @@
 * no announcement costs more than what it announces: omitted lines that cost no more tokens
   than their part of a marker (counted with a real-length archive id) are kept instead
   (:meth:`Builder.settle`). Lines of a tool's fixed advice text (the same words in every run,
-  such as git's ``(use "git add <file>..." ...)``) carry no information and count as blank.
+  such as git's ``(use "git add <file>..." ...)``) carry no information and count as blank;
+* binary output is not sent as text: each binary run (``leanctx.context.shell.binary``: mostly
+  NUL, control characters and bytes that are not UTF-8) is replaced by one marker,
+  ``[binary output: N bytes (lines A-B), not shown · expand {archive}]``, its lines counted as
+  omitted, the text before and after it on those lines kept (from 4 characters on); the archive
+  (:func:`archive_text`) has the run escaped byte by byte (``\\x89PNG\\r\\n``), so line ``k``
+  of the archive is still raw line ``k``. The never-worse rule applies as everywhere (a run
+  cheaper than its marker is sent as a plain decode shows it).
+
+``stdout`` and ``stderr`` may hold bytes that are not UTF-8 as lone surrogates
+(``surrogateescape``, as ``ops.process`` decodes); every text this package returns shows them
+as U+FFFD (:func:`leanctx.context.shell.binary.plain`), except the archive, which escapes them
+inside binary runs.
 """
 
 from __future__ import annotations
 
+import bisect
+import re
+
 from leanctx.context.errors import ShellInvalidCommand
+from leanctx.context.shell.binary import escaped, find_runs, plain
 from leanctx.context.shell.builder import (
     SAMPLE_ARCHIVE_ID,
     Builder,
@@ -44,6 +60,7 @@ from leanctx.context.shell.text import (
     redraw_segments,
     screen_text,
     strip_ansi,
+    terminal_line,
 )
 from leanctx.context.tokens import DEFAULT_ENCODING, count_tokens
 
@@ -53,6 +70,7 @@ __all__ = [
     "Compressed",
     "Omission",
     "archive_text",
+    "binary_notice",
     "compress",
     "fill_archive",
     "parse_command",
@@ -74,6 +92,7 @@ def split_lines(text: str) -> list[str]:
 
 def raw_text(stdout: str, stderr: str) -> str:
     """stdout then stderr, as one text; omission ranges are line numbers of this text."""
+    stdout, stderr = plain(stdout), plain(stderr)
     if stdout and stderr and not stdout.endswith("\n"):
         return f"{stdout}\n{stderr}"
     return stdout + stderr
@@ -128,10 +147,57 @@ def _screen(lines: list[str], encoding: str) -> tuple[list[str], dict[int, int]]
 def archive_text(stdout: str, stderr: str) -> str:
     """The text to archive when lines were omitted: one line per raw line (stdout lines, then
     stderr lines), ANSI escapes removed and every frame of a line redrawn with carriage returns
-    kept, in order, separated by ``␍`` (nothing else changed), so that line ``k`` of the
-    archive is line ``k`` of the omission ranges of :class:`Compressed`."""
-    lines = [*split_lines(stdout), *split_lines(stderr)]
+    kept, in order, separated by ``␍``, and binary runs escaped byte by byte (nothing else
+    changed), so that line ``k`` of the archive is line ``k`` of the omission ranges of
+    :class:`Compressed`."""
+    lines = [*split_lines(escaped(stdout)), *split_lines(escaped(stderr))]
     return "".join(screen_text(x) + "\n" for x in lines)
+
+
+def binary_notice(nbytes: int, first: int, last: int) -> str:
+    """The marker standing for a binary run of ``nbytes`` bytes on raw lines ``first``-``last``
+    (1-based, the archive's numbering)."""
+    where = f"line {first}" if first == last else f"lines {first}-{last}"
+    return f"[binary output: {nbytes:,} byte{'' if nbytes == 1 else 's'} ({where}), not shown · expand {ARCHIVE_PLACEHOLDER}]"
+
+
+MIN_EDGE_CHARS = 4  # text on a binary run's first or last line is kept from this length on
+
+
+def _binary_runs(text: str, base: int) -> list[tuple[int, int, str]]:
+    """The binary runs of one stream as ``(first line, last line, text shown)`` (0-based lines,
+    offset by ``base``): runs sharing a line are one; the text before and after a run on its
+    first and last line is kept on lines of its own around the marker, unless it is shorter
+    than ``MIN_EDGE_CHARS`` (random bytes that happen to decode: counted with the run)."""
+    runs = find_runs(text)
+    if not runs:
+        return []
+    nl = [m.start() for m in re.finditer("\n", text)]
+
+    def line_of(pos: int) -> int:
+        return bisect.bisect_left(nl, pos)
+
+    merged: list[list[int]] = []  # [first line, last line, start, end]
+    for r in runs:
+        first, last = line_of(r.start), line_of(r.end - 1)
+        if merged and first <= merged[-1][1]:
+            merged[-1][1], merged[-1][3] = last, r.end
+        else:
+            merged.append([first, last, r.start, r.end])
+    out = []
+    for first, last, start, end in merged:
+        nbytes = len(text[start:end].encode("utf-8", "surrogateescape"))  # text between merged runs too
+        stop = text.find("\n", end)
+        edges = []
+        for raw in (text[text.rfind("\n", 0, start) + 1:start], text[end:stop if stop >= 0 else len(text)]):
+            shown = strip_ansi(terminal_line(plain(raw))).rstrip()
+            if len(shown.strip()) < MIN_EDGE_CHARS:  # a few stray characters go with the run
+                nbytes += len(raw.encode("utf-8", "surrogateescape"))
+                shown = ""
+            edges.append(shown)
+        parts = [edges[0], binary_notice(nbytes, base + first + 1, base + last + 1), edges[1]]
+        out.append((base + first, base + last, "\n".join(p for p in parts if p)))
+    return out
 
 
 def compress(
@@ -145,16 +211,20 @@ def compress(
     """Compress a command's output for an agent; see the module docstring for the guarantees."""
     if not isinstance(command, (str, list)):
         raise ShellInvalidCommand("command must be a string or a list of strings (argv).")
-    out_lines = split_lines(stdout)
-    err_lines = split_lines(stderr)
+    out_lines = split_lines(plain(stdout))
+    err_lines = split_lines(plain(stderr))
     raw_lines = [*out_lines, *err_lines]
     raw = raw_render(stdout, stderr, exit_code)
     raw_tokens = count_tokens(raw, encoding)
+    binary = [*_binary_runs(stdout, 0), *_binary_runs(stderr, len(out_lines))]
+    in_binary = {i for first, last, _ in binary for i in range(first, last + 1)}
 
     cmd = parse_command(command)
-    cleaned, frames = _screen(raw_lines, encoding)
+    cleaned, frames = _screen([("" if i in in_binary else x) for i, x in enumerate(raw_lines)], encoding)
     b = Builder(cleaned)
     b.frames = frames
+    for first, last, shown in binary:
+        b.binary(range(first, last + 1), shown)
     name, fn = select(cmd, b.lines)
     key = f"{name}:{cmd.sub}" if name in {"git", "pip"} else name
     if key not in NO_GENERIC_FACTS:

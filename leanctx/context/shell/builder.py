@@ -4,7 +4,8 @@ Each raw line ends in exactly one state: kept (it appears in the text, maybe rew
 folded (a repeat represented by a count), omitted (announced by a marker with the number of
 lines) or blank. A line shown only in part (a very long line shortened in its middle, a line
 redrawn with carriage returns whose progress frames were dropped) counts as omitted: its
-marker names it, and the full line is in the archive (:meth:`Builder.seal`). Lines marked
+marker names it, and the full line is in the archive (:meth:`Builder.seal`). Lines holding
+binary output are omitted behind a marker counting its bytes (:meth:`Builder.binary`). Lines marked
 *must-keep* can never be omitted or folded away: asking to omit one keeps it instead. Output pieces are placed by the position of the raw line they stand
 for, so a pattern may handle some lines and leave the rest to the generic pass.
 """
@@ -97,6 +98,7 @@ class Builder:
         self.frames: dict[int, int] = {}
         self._cut: set[int] = set()  # lines kept shortened (their text holds a cut_marker)
         self._partial: tuple[list[int], list[int]] | None = None  # set by seal(): (cut, redrawn)
+        self._binary: list[list[int]] = []  # runs of lines holding binary output (see binary())
 
     # ------------------------------------------------------------------ marking
     def must_keep(self, i: int, fact: str | None = None) -> None:
@@ -274,6 +276,15 @@ class Builder:
             self._footer.setdefault(reason, []).extend(drop)
         return len(drop)
 
+    def binary(self, idxs: Sequence[int], text: str) -> None:
+        """Lines holding a run of binary output: omitted whatever they hold, shown as ``text``
+        (their text parts and a marker counting the bytes). Called before any other marking;
+        :meth:`settle` never restores them (their raw form is not text an agent can use)."""
+        got = self._claim(idxs, State.OMITTED)
+        if got:
+            self._binary.append(got)
+            self._put(got[0], text)
+
     def _breaks(self, a: int, b: int) -> bool:
         """Whether a line between ``a`` and ``b`` is (or may become) visible."""
         return any(
@@ -356,7 +367,8 @@ class Builder:
         cut, redrawn = self._partial or ([], [])
         partial = [Omission(reason=r, count=len(ix), ranges=_ranges(ix))
                    for r, ix in (("long lines shortened", cut), ("progress frames", redrawn)) if ix]
-        return [*inline, *footer, *partial]
+        binary = [Omission(reason="binary output", count=len(run), ranges=_ranges(run)) for run in self._binary]
+        return [*inline, *binary, *footer, *partial]
 
     def render(self, exit_code: int) -> str:
         self.seal()

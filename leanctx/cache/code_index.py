@@ -47,7 +47,7 @@ from typing import Any
 
 import msgspec
 
-from ..ops.files import MAX_FILE_BYTES, FileEntry, decode, is_binary, redact_text
+from ..ops.files import MAX_FILE_BYTES, FileEntry, decode, glob_match, is_binary, redact_text
 from .code_chunks import chunk_text, match_expression, split_terms
 from .views import RACY_NS, source_digest
 
@@ -281,17 +281,11 @@ class CodeIndex:
             return [], 0
         where = "code_fts MATCH ? AND c.project = ?"
         params: list[Any] = [match, project]
-        if glob:
-            g = glob.strip()
-            while g.startswith("./"):
-                g = g[2:]
-            where += " AND (c.path GLOB ? OR c.path GLOB ?"
-            params += [g, g.rstrip("/") + "/*"]
-            if "/" not in g:
-                where += " OR c.path GLOB ?"
-                params.append("*/" + g)
-            where += ")"
         conn = self.store.read_connection()
+        if glob:  # the regex scan's own matcher (fnmatch), so both scans select the same files
+            conn.create_scalar_function("leanctx_glob", glob_match, 2, deterministic=True)
+            where += " AND leanctx_glob(c.path, ?)"
+            params.append(glob)
         base = f"FROM code_fts JOIN code_chunks c ON c.id = code_fts.rowid WHERE {where}"
         w = ", ".join(str(x) for x in BM25_WEIGHTS)
         rows = conn.execute(

@@ -324,3 +324,19 @@ def test_planted_secrets_never_reach_the_database_or_archives(lc: LeanCtx, tmp_p
     assert secret_terms and not (secret_terms & vocab), sorted(secret_terms & vocab)
     # the .env file is never searched at all
     assert all(".env" not in h.path for a in answers for h in a.hits)
+
+
+@pytest.mark.parametrize("glob", ["[!d]*", "src/[!p]*", "[^d]*", "*.[!m]*"])
+def test_bm25_and_regex_read_a_glob_alike(lc: LeanCtx, proj: Path, glob: str) -> None:
+    # ``[!a]`` negates a set for fnmatch and ``[^a]`` is a set holding ``^``; SQLite's GLOB reads
+    # them the other way round, so the index filters with the regex scan's own matcher
+    from leanctx.ops.files import glob_match, list_files
+
+    want = {f.path for f in list_files(proj).files if glob_match(f.path, glob)}
+    for method in ("regex", "bm25"):
+        ans = search(lc, proj, "database pool connection", method=method, glob=glob)
+        got = {h.path for h in ans.hits}
+        assert got <= want, (method, got, want)
+    regex = {h.path for h in search(lc, proj, "database", method="regex", glob=glob).hits}
+    bm25 = {h.path for h in search(lc, proj, "database", method="bm25", glob=glob).hits}
+    assert regex == bm25, (glob, regex, bm25)

@@ -155,7 +155,7 @@ def compress_cmd(
                 data = f.read()
         except OSError as exc:
             raise InvalidInput("COMPRESS_CANNOT_READ", f"cannot read {source!r}: {exc.strerror}; give a file or -") from None
-    text = data.decode("utf-8", "replace")
+    text = data.decode("utf-8", "surrogateescape")  # as ``ops.process`` decodes a run's output: bytes kept exactly
     lc = st.open()
     r = compress_captured(lc, as_, text, exit_code=exit_code, **_who(st, session))
     if st.want_json(json_):

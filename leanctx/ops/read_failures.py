@@ -5,8 +5,9 @@ A read of several paths answers every file it can: a path that is refused or can
 a ``lines:`` range past its end, ...) gets its own entry, in the order the paths were given: a
 ``ReadFailure``, which is a ``ReadAnswer`` whose ``text`` is the line the agent reads
 (``nope.py: error[READ_NOT_FOUND] no file nope.py ...``), whose ``mode`` is ``error`` and whose
-``error`` holds the stable code, the message and the details, so every surface (CLI text and
-``--json``, MCP, HTTP) shows it without knowing about it. Nothing is recorded for a failed path.
+``error`` holds the stable code, the message and the details (``details.path`` the path it is
+reported under, as a single-path refusal carries it), so every surface (CLI text and ``--json``,
+MCP, HTTP) shows it without knowing about it. Nothing is recorded for a failed path.
 
 When **every** path failed there is no answer to give: the call raises, like a single-path
 read does (and so the CLI exits non-zero only then, with status 2). One failure (or several
@@ -63,7 +64,7 @@ def _line(path: str, exc: LeanCtxError) -> str:
 
 def failure(f: Failed, requested_mode: str, encoding: str) -> ReadFailure:
     text = _line(f.path, f.exc)
-    details = {k: v for k, v in (f.exc.details or {}).items() if k != "path"}
+    details = {**(f.exc.details or {}), "path": f.path}  # as a single-path refusal names it
     return ReadFailure(path=f.path, text=text, mode="error", requested_mode=requested_mode, lines=0,
                        sent_tokens=count_tokens(text, encoding), raw_tokens=0, content_hash="",
                        error=ReadError(f.exc.code, f.exc.message, msgspec.to_builtins(details)))

@@ -15,20 +15,26 @@ friends never listed). Rendering rules:
 - a chain of folders holding only one folder each is shown on one line: ``src/main/java/ (12)``;
 - a folder with more than ``max_entries`` entries shows that many and then one line with the
   rest counted: ``… 35 more (2 folders, 33 files)``;
-- the answer cap (``ops.cap``: the same 20,000 tokens as reads): a longer listing is cut
-  after the lines that fit, with a notice counting the lines and entries left out and naming
-  a folder to list next; with ``archive`` (an ``ArchiveStore``) the whole listing is archived
-  and the notice names the ``lean-ctx expand ID --lines N-M`` that continues it.
+- the answer cap (``ops.cap``: the same 20,000 tokens as reads, counted with ``encoding``, the
+  caller's spec): a longer listing is cut after the lines that fit, with a notice counting the
+  lines left out and saying how to get them: with ``archive`` (an ``ArchiveStore``; every
+  surface passes one: MCP and ``/v1/tools`` ``ctx_tree``, HTTP ``/v1/context/tree``, the CLI
+  ``tree``) the whole listing is archived and the notice names the ``lean-ctx expand ID --lines
+  N-M`` that continues it exactly; it also names a folder to list next when that is not the
+  folder just listed (listing that again would stop at the same line).
 
 ``entries`` holds one entry per line sent (after the header); ``omitted_entries`` counts the
-ones left out and ``next_path`` names the folder to list next. With ``as_json`` (the CLI's
+ones left out and ``next_path`` names the folder to list next (None when the first entry left
+out lies directly in the listed folder); ``capped``, ``omitted_lines`` and ``archive_id`` say
+what was cut and where the whole listing is. With ``as_json`` (the CLI's
 ``--json``) the cap holds for the JSON answer, text and ``entries`` together, so fewer lines are
 sent than in the text listing (an entry costs more than its line). A ``dir`` entry's ``files``,
 ``dirs`` and ``links`` count everything under it, recursively; a ``more`` entry's count what
 it left out.
 
 Reading the file system only, it appends nothing to the log (and writes nothing unless given
-an ``archive``).
+an ``archive``). The archive is not recorded as ``archive.created`` (no command records a tree
+archive yet), so the savings charge an expansion of it to ``expand``.
 """
 
 from __future__ import annotations
@@ -228,7 +234,33 @@ def tree(root: str | os.PathLike[str], path: str | None = None, *, depth: int = 
     return ans
 
 
+def archived_tree(db: str | os.PathLike[str], root: str | os.PathLike[str], path: str | None = None, *,
+                  depth: int = DEFAULT_DEPTH, max_entries: int = DEFAULT_MAX_ENTRIES, encoding: str = "o200k_base",
+                  as_json: bool = False) -> TreeAnswer:
+    """:func:`tree` as every surface answers it: counted with the caller's ``encoding``, the
+    whole listing of a capped answer archived beside the log at ``db`` (``ArchiveStore.beside``;
+    the database itself is neither opened nor created, and the archive folder only when an
+    answer is capped)."""
+    from ..archive import ArchiveStore
+
+    return tree(root, path, depth=depth, max_entries=max_entries, archive=ArchiveStore.beside(db),
+                encoding=encoding, as_json=as_json)
+
+
 _JSON_FIELDS_TOKENS = 200  # the answer's other JSON fields
+
+
+def _next_folder(entry: TreeEntry | None, base: str) -> str | None:
+    """The folder to list next for the first entry left out: the folder itself (a ``dir``, or
+    the folder a ``more`` line counts the rest of), else the one holding it; None when that is
+    the folder just listed (listing it again would stop at the same line)."""
+    if entry is None:
+        return None
+    if entry.type in ("dir", "more"):
+        folder = entry.path
+    else:
+        folder = entry.path.rsplit("/", 1)[0] if "/" in entry.path else "."
+    return None if folder == base else folder
 
 
 def _capped(lines: list[str], entries: list[TreeEntry], base: str, cap: int, archive: Any, encoding: str,
@@ -245,16 +277,14 @@ def _capped(lines: list[str], entries: list[TreeEntry], base: str, cap: int, arc
 
     def notice(cut: Cut) -> str:
         first = cut.first_unsent
-        entry = entries[first - 2] if first >= 2 else None
-        folder = base
-        if entry is not None:
-            folder = entry.path if entry.type == "dir" else entry.path.rsplit("/", 1)[0] if "/" in entry.path else "."
-        next_folder[:] = [folder]
-        where = (f"lean-ctx expand {archive_id} --lines {first}-{cut.total}" if archive_id else
-                 f"list a folder (lean-ctx tree {folder if folder != '.' else 'PATH'})")
+        folder = _next_folder(entries[first - 2] if first >= 2 else None, base)
+        next_folder[:] = [folder] if folder is not None else []
+        ways = [f"lean-ctx expand {archive_id} --lines {first}-{cut.total}"] if archive_id else []
+        if folder is not None:
+            ways.append(f"list a folder (lean-ctx tree {folder})")
+        ways.append("use a smaller depth or max entries")
         return (f"[… capped at {cap:,} tokens: {_plural(cut.unsent, 'line')} of the {cut.total:,}-line listing not"
-                f" sent (~{cut.rest_tokens:,} tokens) · the rest: {where}, or use a smaller --depth or"
-                " --max-entries]")
+                f" sent (~{cut.rest_tokens:,} tokens) · the rest: {', or '.join(ways)}]")
 
     if not as_json:
         text, cut = cap_lines(lines, cap - 1, notice, encoding=encoding)  # - 1: the final newline

@@ -252,7 +252,11 @@ def test_cli_shell_and_compress_answer_binary_with_a_notice(tmp_path: Path) -> N
     text = out["text"].splitlines()
     assert text[0] == "ok" and text[-1] == "done" and NOTICE.match(text[1]), out["text"]
     assert out["archive_id"] and out["omitted_lines"] >= 1
-    # compress reads its input as UTF-8 with U+FFFD for what is not: the archive escapes the
-    # run as the text it was given (U+FFFD is \xef\xbf\xbd), never as a raw replacement character
+    # compress decodes its input like a run's output (surrogateescape): the archive holds the
+    # captured bytes exactly, escaped, never U+FFFD (\xef\xbf\xbd) or a raw replacement character
     e = cli(home, "expand", out["archive_id"], cwd=tmp_path)
-    assert e.returncode == 0 and "\\xef\\xbf\\xbd" in e.stdout and "\ufffd" not in e.stdout, e.stdout[:300]
+    assert e.returncode == 0 and "\\xef\\xbf\\xbd" not in e.stdout and "\ufffd" not in e.stdout, e.stdout[:300]
+    data = blob.read_bytes()
+    assert e.stdout.startswith("ok\n") and e.stdout.rstrip("\n").endswith("done")
+    shown = e.stdout.encode("latin-1", "backslashreplace").decode("unicode_escape").encode("latin-1")
+    assert shown.rstrip(b"\n") == data.rstrip(b"\n"), "the archive reads back to the exact bytes"

@@ -1,7 +1,10 @@
 """``lean-ctx search``, ``lean-ctx tree`` and ``lean-ctx edit`` (top-level verbs).
 
-``search`` counts tokens with ``$LEAN_CTX_MODEL`` (a model name or an encoding spec; default
-``o200k_base``); ``search.ran`` records it."""
+``search`` and ``tree`` count tokens with ``$LEAN_CTX_MODEL`` (a model name or an encoding spec;
+default ``o200k_base``); ``search.ran`` records it. ``tree`` has the defaults of ``ctx_tree``
+(``ops.tree``) and archives a capped listing whole beside the log (``ops.tree.archived_tree``:
+the notice names the ``lean-ctx expand ID --lines N-M`` that continues it; ``--json`` carries
+``capped``, ``omitted_lines`` and ``archive_id``)."""
 
 from __future__ import annotations
 
@@ -11,6 +14,8 @@ from typing import Optional
 
 import typer
 
+from ...ops.tree import DEFAULT_DEPTH as TREE_DEFAULT_DEPTH
+from ...ops.tree import DEFAULT_MAX_ENTRIES as TREE_DEFAULT_MAX_ENTRIES
 from .app import State, state
 from .common import JSON
 from .render import emit_json
@@ -68,17 +73,25 @@ def search_cmd(
 def tree_cmd(
     ctx: typer.Context,
     path: Optional[str] = typer.Argument(None, help="A folder of the project (default: the project root)."),
-    depth: int = typer.Option(2, "--depth", "-d", help="Levels to expand; deeper folders show their file count."),
-    max_entries: int = typer.Option(40, "--max-entries", help="Entries shown per folder before '… N more'."),
+    depth: int = typer.Option(TREE_DEFAULT_DEPTH, "--depth", "-d",
+                              help="Levels to expand; deeper folders show their file count."),
+    max_entries: int = typer.Option(TREE_DEFAULT_MAX_ENTRIES, "--max-entries",
+                                    help="Entries shown per folder before '… N more'."),
     json_: bool = JSON,
 ) -> None:
-    """A compact, gitignore-aware listing with file counts per folder."""
-    from ...ops.tree import tree
+    """A compact, gitignore-aware listing with file counts per folder (a capped one is archived: lean-ctx expand)."""
+    from pathlib import Path
+
+    from ...config import db_path
+    from ...ops.tree import archived_tree
+    from ..tools.context import encoding_of
 
     st = state(ctx)
     as_json = st.want_json(json_)  # the cap then holds for the JSON, entries included
-    ans = tree(st.project_root(), _path_arg(st, path) if path else None, depth=depth, max_entries=max_entries,
-               as_json=as_json)
+    root = st.project_root()
+    db = db_path(st.db, root=None if st.db else Path(root))  # the log State.open() would open: not opened here
+    ans = archived_tree(db, root, _path_arg(st, path) if path else None, depth=depth, max_entries=max_entries,
+                        encoding=encoding_of(), as_json=as_json)
     if as_json:
         emit_json(ans)
         return

@@ -5,7 +5,9 @@ with a stable code (never a 500).
   cannot send that cross-origin without a CORS preflight, which this server never grants.
 - At most ``max_body_bytes`` (``413 HTTP_BODY_TOO_LARGE``); malformed JSON is
   ``400 HTTP_INVALID_JSON``; anything but an object where an object is expected, or a field of the
-  wrong type, is ``422 INVALID_INPUT`` (the message names the field).
+  wrong type, is ``422 INVALID_INPUT`` (the message names the field). The context routes
+  (``/v1/context/*``, :mod:`.context`) answer ``422 INVALID_ARGUMENT`` instead, unknown fields
+  included, like ``/v1/tools`` and MCP for the same tools.
 """
 
 from __future__ import annotations

@@ -11,9 +11,18 @@ allows it (``allow_exec``: by default on a loopback bind, off beyond it; ``--all
 server with exec allowed can run commands as the server's user: the same power as the MCP
 tools mounted at ``/mcp``. ``shell`` shares the MCP tool's rules (``leanctx.api.tools.context``):
 the default and maximum timeout, ``env`` (``NAME=VALUE`` items, ``SHELL_INVALID_ENV``) and the
-``cwd`` jail (``SHELL_CWD_OUTSIDE_PROJECT``).
+``cwd`` jail (``SHELL_CWD_OUTSIDE_PROJECT``) and ``SHELL_EMPTY_COMMAND`` for nothing to run (a
+blank string, an empty argv or one whose program is empty).
 
-Token counts (read, search, expand, shell) use ``$LEAN_CTX_MODEL`` of the server's environment
+Bodies are read as the MCP tools' arguments are: a field unknown (a typo such as
+``max_token``), missing or of the wrong type is ``422 INVALID_ARGUMENT`` naming it, and the
+refusals of the operations are theirs (``max_tokens`` 0: ``READ_INVALID_CAP`` for read,
+``EXPAND_INVALID_COUNT`` for expand, as on every surface). ``tree`` has the defaults of
+``ctx_tree`` and ``lean-ctx tree`` (``ops.tree``: depth 2, 40 entries per folder); its answer
+is capped as a whole JSON answer (entries included, like ``lean-ctx tree --json``) and a capped
+listing is archived whole (``archive_id``, and the notice names the ``expand`` that continues it).
+
+Token counts (read, search, tree, expand, shell) use ``$LEAN_CTX_MODEL`` of the server's environment
 (a model name or an encoding spec; default ``o200k_base``), as for any caller without an MCP
 session; the events record it in their ``encoding`` field.
 
@@ -30,25 +39,32 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from ...errors import InvalidInput
+from ...ops.tree import DEFAULT_DEPTH as TREE_DEFAULT_DEPTH
+from ...ops.tree import DEFAULT_MAX_ENTRIES as TREE_DEFAULT_MAX_ENTRIES
 from ...projections.agents import list_agents, status_counts
 from ...projections.savings import SavingsRow, report
 from ...projections.tasks import STATUSES, TERMINAL, list_tasks
 from ..tools.context import (
     DEFAULT_SHELL_TIMEOUT,
     MAX_SHELL_TIMEOUT,  # noqa: F401 - the limit HTTP applies, re-exported beside the default
+    check_shell_target,
     check_shell_timeout,
     encoding_of,
     env_pairs,
     shell_cwd,
 )
-from .bodies import convert, json_body
+from .bodies import json_body
 from .responses import JSON, HttpError
 from .routes import AGENT, RouteSpec
 from .security import require_agent
 from .state import ServerState, session_of, srv
 
 
-class ReadBody(msgspec.Struct, kw_only=True):
+class _Body(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    pass
+
+
+class ReadBody(_Body):
     paths: Union[list[str], str]
     mode: str = "auto"
     fresh: bool = False
@@ -57,20 +73,20 @@ class ReadBody(msgspec.Struct, kw_only=True):
     max_tokens: int | None = None
 
 
-class SearchBody(msgspec.Struct, kw_only=True):
+class SearchBody(_Body):
     query: str
     method: str = "auto"
     limit: int = 20
     glob: str | None = None
 
 
-class TreeBody(msgspec.Struct, kw_only=True):
+class TreeBody(_Body):
     path: str | None = None
-    depth: int = 3
-    max_entries: int = 400
+    depth: int = TREE_DEFAULT_DEPTH
+    max_entries: int = TREE_DEFAULT_MAX_ENTRIES
 
 
-class ExpandBody(msgspec.Struct, kw_only=True):
+class ExpandBody(_Body):
     archive_id: str
     head: int | None = None
     tail: int | None = None
@@ -79,7 +95,7 @@ class ExpandBody(msgspec.Struct, kw_only=True):
     max_tokens: int | None = None
 
 
-class ShellBody(msgspec.Struct, kw_only=True):
+class ShellBody(_Body):
     command: Union[list[str], str]  # an argv, or a string run with bash -c
     cwd: str | None = None  # inside the project (default: its root)
     timeout: float = DEFAULT_SHELL_TIMEOUT
@@ -87,7 +103,7 @@ class ShellBody(msgspec.Struct, kw_only=True):
     raw: bool = False  # uncompressed (secrets still redacted)
 
 
-class EditBody(msgspec.Struct, kw_only=True):
+class EditBody(_Body):
     path: str
     old: str
     new: str
@@ -95,10 +111,22 @@ class EditBody(msgspec.Struct, kw_only=True):
     allow_unread: bool = False
 
 
+def _convert(body: dict[str, Any], body_type: type, route: str) -> Any:
+    """The body as ``body_type``, converted as ``/v1/tools`` converts a tool's arguments
+    (numbers and booleans given as strings are taken); a field unknown, missing or of the wrong
+    type is ``422 INVALID_ARGUMENT`` naming it, as for ``/v1/tools`` and MCP."""
+    try:
+        return msgspec.convert(body, body_type, strict=False)
+    except msgspec.ValidationError as exc:
+        raise InvalidInput("INVALID_ARGUMENT", f"{route}: {exc}; see its body in /openapi.json") from None
+    except (RecursionError, OverflowError, ValueError, TypeError) as exc:
+        raise InvalidInput("INVALID_ARGUMENT", f"{route}: the body does not fit ({exc}); see /openapi.json") from None
+
+
 async def _prepare(request: Request, body_type: type) -> tuple[ServerState, str, str | None, Any]:
     st = srv(request)
     agent = require_agent(request, st.tokens)
-    body: Any = convert(await json_body(request, st.config.max_body_bytes), body_type, what=body_type.__name__)
+    body: Any = _convert(await json_body(request, st.config.max_body_bytes), body_type, request.url.path)
     return st, agent, session_of(request), body
 
 
@@ -107,8 +135,6 @@ async def read(request: Request) -> Response:
 
     st, agent, session, b = await _prepare(request, ReadBody)
     paths = [b.paths] if isinstance(b.paths, str) else b.paths
-    if b.max_tokens is not None and b.max_tokens < 1:
-        raise InvalidInput("READ_INVALID_CAP", "max_tokens must be at least 1")
     answers = await st.run(read_files, st.lc, paths, mode=b.mode, fresh=b.fresh, task=b.task, intent=b.intent,
                            raw=False, actor=agent, session_id=session, project=st.project_root, now=st.now(),
                            cap_tokens=b.max_tokens, encoding=encoding_of())
@@ -125,18 +151,17 @@ async def search(request: Request) -> Response:
 
 
 async def tree(request: Request) -> Response:
-    from ...ops.tree import tree as run_tree
+    from ...ops.tree import archived_tree
 
     st, _agent, _session_id, b = await _prepare(request, TreeBody)
-    return JSON(await st.run(run_tree, st.project_root, b.path, depth=b.depth, max_entries=b.max_entries))
+    return JSON(await st.run(archived_tree, st.lc.db, st.project_root, b.path, depth=b.depth,
+                             max_entries=b.max_entries, encoding=encoding_of(), as_json=True))
 
 
 async def expand(request: Request) -> Response:
     from ...ops.shell import expand as run_expand
 
     st, agent, session, b = await _prepare(request, ExpandBody)
-    if b.max_tokens is not None and b.max_tokens < 1:
-        raise InvalidInput("EXPAND_INVALID_CAP", "max_tokens must be at least 1")
     return JSON(await st.run(run_expand, st.lc, b.archive_id, head=b.head, tail=b.tail, lines=b.lines, grep=b.grep,
                              max_tokens=b.max_tokens, actor=agent, session_id=session, project=st.project_root,
                              now=st.now(), encoding=encoding_of()))
@@ -155,12 +180,11 @@ async def shell(request: Request) -> Response:
     st = srv(request)
     _exec_guard(st)
     st, agent, session, b = await _prepare(request, ShellBody)
+    command = check_shell_target(b.command)
     check_shell_timeout(b.timeout)
-    if isinstance(b.command, list) and (not b.command or any(not a for a in b.command)):
-        raise InvalidInput("SHELL_INVALID_COMMAND", "command must be a non-empty argv of non-empty strings")
     env = env_pairs(b.env)
     cwd = shell_cwd(st.project_root, b.cwd)
-    r = await st.run(run_shell, st.lc, b.command, cwd=cwd, timeout=b.timeout, env_passthrough=env, raw=b.raw,
+    r = await st.run(run_shell, st.lc, command, cwd=cwd, timeout=b.timeout, env_passthrough=env, raw=b.raw,
                      actor=agent, session_id=session, project=st.project_root, now=st.now(),
                      encoding=encoding_of())
     return JSON({f: getattr(r, f) for f in r.__struct_fields__} | {"saved_tokens": r.saved_tokens})

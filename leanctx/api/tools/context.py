@@ -1,14 +1,15 @@
 """Context-engine tools: ``ctx_read``, ``ctx_shell``, ``ctx_search``, ``ctx_tree``, ``ctx_edit``,
 ``ctx_expand`` — thin wrappers over ``leanctx.ops``, acting as the caller in its session.
 
-**Token counts** (read, shell, search, expand) use the caller's encoding spec: an MCP session's
+**Token counts** (read, shell, search, tree, expand) use the caller's encoding spec: an MCP session's
 (its client's name or ``$LEAN_CTX_MODEL``: ``leanctx.api.mcp_session``), else, for callers
 without a session (HTTP ``/v1/tools``, ``lean-ctx call``), ``$LEAN_CTX_MODEL`` or the default
 ``o200k_base``. The events record the spec that counted (their ``encoding`` field).
 
 **ctx_shell** runs ``command`` (a string, with ``bash -c``) or ``argv`` (a list, run directly):
 exactly one of them (``SHELL_COMMAND_AND_ARGV`` when both, ``SHELL_EMPTY_COMMAND`` when
-neither). ``env`` is what ``lean-ctx shell --env`` takes: ``NAME=VALUE`` items added to (or
+neither, or when it is blank, an empty argv or one whose program is empty: :func:`check_shell_target`,
+shared with the HTTP ``POST /v1/context/shell``). ``env`` is what ``lean-ctx shell --env`` takes: ``NAME=VALUE`` items added to (or
 overriding) the environment the command inherits from the server (``SHELL_INVALID_ENV``
 otherwise). ``timeout`` defaults to ``DEFAULT_SHELL_TIMEOUT`` = 120 s, the default of the HTTP
 ``POST /v1/context/shell`` too (and of Claude Code's own Bash tool), at most
@@ -16,6 +17,12 @@ otherwise). ``timeout`` defaults to ``DEFAULT_SHELL_TIMEOUT`` = 120 s, the defau
 and the exit code is 124. ``cwd`` must stay inside the project (:func:`shell_cwd`, shared with
 the HTTP ``POST /v1/context/shell``): ``..`` that climbs out, an absolute path elsewhere or a
 symlink resolving outside is refused with ``SHELL_CWD_OUTSIDE_PROJECT``.
+
+**ctx_tree** takes the defaults of ``ops.tree`` (``depth`` 2, ``max_entries`` 40: those of HTTP
+``/v1/context/tree`` and ``lean-ctx tree`` too) and answers through ``ops.tree.archived_tree``:
+a capped listing is archived whole and its notice names the ``lean-ctx expand ID --lines N-M``
+that continues it; the result always carries ``capped``, ``omitted_lines`` and ``archive_id``
+(:func:`tree_result`).
 """
 
 from __future__ import annotations
@@ -28,6 +35,8 @@ import msgspec
 from msgspec import Meta
 
 from ...errors import InvalidInput
+from ...ops.tree import DEFAULT_DEPTH as TREE_DEFAULT_DEPTH
+from ...ops.tree import DEFAULT_MAX_ENTRIES as TREE_DEFAULT_MAX_ENTRIES
 from ..registry import Caller, tool
 
 DEFAULT_SHELL_TIMEOUT = 120.0  # seconds; leanctx.api.http.context imports both
@@ -66,6 +75,19 @@ def env_pairs(items: list[str], *, option: str = "env takes NAME=VALUE items") -
             raise InvalidInput("SHELL_INVALID_ENV", f"{option} (e.g. RUST_LOG=debug), not {item!r}")
         out[name] = value
     return out
+
+
+EMPTY_COMMAND_MESSAGE = ('nothing to run: give a command line (a string run with bash -c, e.g. "git status") or an'
+                         ' argv (a list run directly, e.g. ["git", "status"])')
+
+
+def check_shell_target(target: str | list[str] | None) -> str | list[str]:
+    """The command to run, or ``SHELL_EMPTY_COMMAND`` when there is none: no command, a blank
+    string, an empty argv or an argv whose program is empty (MCP and HTTP; the message names no
+    surface's syntax). Empty arguments after the program are arguments like any other."""
+    if not target or (isinstance(target, str) and not target.strip()) or (isinstance(target, list) and not target[0]):
+        raise InvalidInput("SHELL_EMPTY_COMMAND", EMPTY_COMMAND_MESSAGE)
+    return target
 
 
 def check_shell_timeout(timeout: float) -> None:
@@ -150,10 +172,7 @@ def ctx_shell(lc: Any, caller: Caller, a: ShellArgs) -> dict[str, Any]:
     if a.command is not None and a.argv is not None:
         raise InvalidInput("SHELL_COMMAND_AND_ARGV", "give command (a string run with bash -c) or argv (a list run"
                            " directly), not both")
-    target: str | list[str] | None = a.command if a.command is not None else a.argv
-    if not target or (isinstance(target, str) and not target.strip()) or (isinstance(target, list) and not target[0]):
-        raise InvalidInput("SHELL_EMPTY_COMMAND", 'give command (a string run with bash -c, e.g. "git status") or argv'
-                           ' (a list run directly, e.g. ["git", "status"])')
+    target = check_shell_target(a.command if a.command is not None else a.argv)
     check_shell_timeout(a.timeout)
     env = env_pairs(a.env)
     cwd = shell_cwd(caller.project, a.cwd)
@@ -189,16 +208,26 @@ def ctx_search(lc: Any, caller: Caller, a: SearchArgs) -> dict[str, Any]:
 
 class TreeArgs(_Args):
     path: str | None = None
-    depth: int = 2
-    max_entries: int = 40
+    depth: int = TREE_DEFAULT_DEPTH
+    max_entries: int = TREE_DEFAULT_MAX_ENTRIES
 
 
 @tool("ctx_tree", category="core", args=TreeArgs, description="Project tree with file counts per folder (gitignore-aware).")
 def ctx_tree(lc: Any, caller: Caller, a: TreeArgs) -> dict[str, Any]:
-    from ...ops.tree import tree
+    from ...ops.tree import archived_tree
 
-    t = tree(caller.project, a.path, depth=a.depth, max_entries=a.max_entries)
-    return {"text": t.text, "root": t.root, "files": t.files, "dirs": t.dirs}
+    t = archived_tree(lc.db, caller.project, a.path, depth=a.depth, max_entries=a.max_entries,
+                      encoding=encoding_of(caller))
+    return tree_result(t)
+
+
+def tree_result(t: Any) -> dict[str, Any]:
+    """The structured result of ``ctx_tree`` (a ``TreeAnswer`` without its entries): what was
+    cut (``capped``, ``omitted_lines``) and where the whole listing is (``archive_id``) always
+    named, null or not."""
+    return {"text": t.text, "root": t.root, "files": t.files, "dirs": t.dirs, "links": t.links, "depth": t.depth,
+            "capped": t.capped, "omitted_lines": t.omitted_lines, "archive_id": t.archive_id,
+            "next_path": t.next_path}
 
 
 # --- ctx_edit ------------------------------------------------------------------------------

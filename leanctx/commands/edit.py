@@ -81,7 +81,9 @@ def stream_of(path: str) -> str:
     return f"edit:{path}"
 
 
-def _read(real: str, shown: str) -> bytes:
+def read_file_bytes(real: str, shown: str) -> bytes:
+    """The bytes of a file to edit: no final symlink followed, regular files of at most
+    ``MAX_EDIT_BYTES`` (refusals: ``EDIT_FILE_NOT_FOUND``, ``EDIT_NOT_A_FILE``, ``EDIT_TOO_LARGE``)."""
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(real, flags)
@@ -153,7 +155,7 @@ def edit(ctx: CommandContext, cmd: EditFile) -> EditResult:
     except UnicodeEncodeError:
         raise InvalidInput("EDIT_INVALID_TEXT", "the old or new text is not valid UTF-8") from None
     real = join(root, path)
-    data = _read(real, path)
+    data = read_file_bytes(real, path)
     before = hashlib.sha256(data).hexdigest()
 
     seen = last_seen(ctx.conn, project=root, agent=agent, path=path)

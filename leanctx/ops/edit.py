@@ -44,7 +44,7 @@ def edit_file(lc: Any, root: str | os.PathLike[str], path: str, old: str, new: s
               idempotency_key: str | None = None) -> Any:
     """Edit ``path`` (relative to ``root``, or absolute inside it) as ``actor``; returns the
     ``EditResult``, or raises the refusal (after depositing STUCK on the file)."""
-    from ..commands.edit import INVALID, MAX_EDIT_BYTES, OUTSIDE, EditFile
+    from ..commands.edit import INVALID, OUTSIDE, EditFile
     from ..commands.scent import DepositScent
     from ..context.tokens import get_encoding
     from .edit_line_ends import fit_file
@@ -58,7 +58,7 @@ def edit_file(lc: Any, root: str | os.PathLike[str], path: str, old: str, new: s
     get_encoding()  # build the tokenizer before taking the write lock (the handler counts its answer)
     try:
         if target is not None:
-            old, new = fit_file(join(project, target), old, new, MAX_EDIT_BYTES, shown=target)
+            old, new = fit_file(join(project, target), old, new, shown=target)
         cmd = EditFile(path=target or path, old=old, new=new, replace_all=replace_all, allow_unread=allow_unread)
         return lc.bus.dispatch(cmd, actor=actor, session_id=session_id, project=project, correlation_id=corr,
                                now=now, idempotency_key=idempotency_key).value

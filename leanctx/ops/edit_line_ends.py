@@ -24,9 +24,7 @@ old text for a CRLF file carries ``\\r\\n`` already and is used as given.
 
 from __future__ import annotations
 
-import os
 import re
-import stat
 
 from ..errors import CommandError
 from .read_load import decode
@@ -83,26 +81,15 @@ def fit(data: bytes, old: str, new: str, *, path: str = "the file") -> tuple[str
     return old, new
 
 
-def fit_file(path: str, old: str, new: str, max_bytes: int, *, shown: str = "the file") -> tuple[str, str]:
-    """:func:`fit` for the file at ``path`` (no final symlink followed, regular files of at most
-    ``max_bytes``); anything it cannot read is left to the handler, which refuses it."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+def fit_file(path: str, old: str, new: str, *, shown: str = "the file") -> tuple[str, str]:
+    """:func:`fit` for the file at ``path``, read as the edit handler reads it
+    (``commands.edit.read_file_bytes``); anything it cannot read is left to the handler, which
+    refuses it."""
+    from ..commands.edit import read_file_bytes
+    from ..errors import LeanCtxError
+
     try:
-        fd = os.open(path, flags)
-    except (OSError, ValueError):
+        data = read_file_bytes(path, shown)
+    except (LeanCtxError, OSError, ValueError):
         return old, new
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
-            return old, new
-        chunks = []
-        while True:
-            b = os.read(fd, 1 << 20)
-            if not b:
-                break
-            chunks.append(b)
-    except OSError:
-        return old, new
-    finally:
-        os.close(fd)
-    return fit(b"".join(chunks), old, new, path=shown)
+    return fit(data, old, new, path=shown)

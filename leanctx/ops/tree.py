@@ -32,14 +32,22 @@ sent than in the text listing (an entry costs more than its line). A ``dir`` ent
 ``dirs`` and ``links`` count everything under it, recursively; a ``more`` entry's count what
 it left out.
 
-Reading the file system only, it appends nothing to the log (and writes nothing unless given
-an ``archive``). The archive is not recorded as ``archive.created`` (no command records a tree
-archive yet), so the savings charge an expansion of it to ``expand``.
+:func:`tree` reads the file system only: it appends nothing to the log (and writes nothing
+unless given an ``archive``). :func:`archived_tree`, what every surface answers with, also
+records a capped answer's archive: given ``open_log`` (the caller's log, opened only then, so a
+listing that fits never opens or creates the database) it dispatches ``tree.record``
+(``leanctx.commands.tree``) as the caller (actor, session, project), which appends
+``archive.created`` with ``source`` ``"tree"`` the first time the log hears of that archive (the
+same listing capped again is the same archive, recorded once). Its ``sha256``, ``bytes``,
+``lines`` and ``tokens`` (the caller's ``encoding``) are those of the archived text itself, so
+an expansion of it is charged to ``tree`` in the savings. Tree answers themselves are not in
+the savings (see ``leanctx.commands.tree``).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -234,17 +242,53 @@ def tree(root: str | os.PathLike[str], path: str | None = None, *, depth: int = 
     return ans
 
 
+class _Kept:
+    """An ``ArchiveStore`` that remembers the text it was given (the whole listing)."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.text: str | None = None
+
+    def put(self, text: str) -> tuple[str, str, bool]:
+        self.text = text
+        return self.store.put(text)  # type: ignore[no-any-return]
+
+
 def archived_tree(db: str | os.PathLike[str], root: str | os.PathLike[str], path: str | None = None, *,
                   depth: int = DEFAULT_DEPTH, max_entries: int = DEFAULT_MAX_ENTRIES, encoding: str = "o200k_base",
-                  as_json: bool = False) -> TreeAnswer:
+                  as_json: bool = False, open_log: Callable[[], Any] | None = None, actor: str | None = None,
+                  session_id: str | None = None, project: str | None = None,
+                  now: float | None = None) -> TreeAnswer:
     """:func:`tree` as every surface answers it: counted with the caller's ``encoding``, the
     whole listing of a capped answer archived beside the log at ``db`` (``ArchiveStore.beside``;
-    the database itself is neither opened nor created, and the archive folder only when an
-    answer is capped)."""
+    the archive folder is created only when an answer is capped). With ``open_log`` (returning
+    the ``LeanCtx`` of the log at ``db``; called only for a capped answer, so the database is
+    neither opened nor created for one that fits) the archive is recorded: ``tree.record`` is
+    dispatched as ``actor`` in ``session_id`` and ``project``."""
     from ..archive import ArchiveStore
 
-    return tree(root, path, depth=depth, max_entries=max_entries, archive=ArchiveStore.beside(db),
-                encoding=encoding, as_json=as_json)
+    kept = _Kept(ArchiveStore.beside(db))
+    ans = tree(root, path, depth=depth, max_entries=max_entries, archive=kept, encoding=encoding, as_json=as_json)
+    if ans.archive_id is not None and kept.text is not None and open_log is not None:
+        _record(open_log(), kept.text, ans.archive_id, encoding, actor=actor, session_id=session_id,
+                project=project, now=now)
+    return ans
+
+
+def _record(lc: Any, text: str, archive_id: str, encoding: str, *, actor: str | None, session_id: str | None,
+            project: str | None, now: float | None) -> None:
+    """Dispatch ``tree.record`` for the archived listing ``text``: its id, sha256 and counts are
+    computed from the text itself (the bytes written), its tokens with the caller's encoding."""
+    from ..archive import ArchiveStore
+    from ..commands.tree import RecordTree
+    from ..context.tokens import count_tokens
+
+    aid, digest = ArchiveStore.id_of(text)
+    if aid != archive_id:  # pragma: no cover - the answer names the archive of this very text
+        raise AssertionError(f"the tree answer names {archive_id}, its listing is {aid}")
+    cmd = RecordTree(archive_id=aid, sha256=digest, bytes=len(text.encode("utf-8", "surrogatepass")),
+                     lines=text.count("\n") + (0 if text.endswith("\n") else 1), tokens=count_tokens(text, encoding))
+    lc.bus.dispatch(cmd, actor=actor, session_id=session_id, project=project, now=now)
 
 
 _JSON_FIELDS_TOKENS = 200  # the answer's other JSON fields

@@ -2,25 +2,35 @@
 (``ops.tree.archived_tree``) and the notice names the ``lean-ctx expand ID --lines N-M`` that
 continues it, exactly; the notice never sends the agent back to the folder it just listed; the
 cap counts with the caller's encoding (Gemini: cl100k × 1.1), on the CLI through
-``$LEAN_CTX_MODEL``. Real SQLite logs, real archives, the real CLI."""
+``$LEAN_CTX_MODEL``. The archive is recorded (``tree.record``: ``archive.created`` with source
+``tree``, its figures those of the archived bytes, once per archive) as the caller on the CLI,
+HTTP and MCP, only for a capped answer, and an expansion of it is then charged to ``tree``.
+Real SQLite logs, real archives, the real CLI, a real HTTP server and MCP client."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from api.test_http_common import Api, make_server  # noqa: F401
+from api.test_mcp import Transport, _call, anyio_backend, transport  # noqa: F401
 
 from leanctx.app import LeanCtx
 from leanctx.archive import ArchiveStore
+from leanctx.commands.tree import RecordTree
 from leanctx.context.tokens import count_tokens
+from leanctx.errors import InvalidInput
 from leanctx.ops.cap import ANSWER_CAP_TOKENS
 from leanctx.ops.expand import expand
 from leanctx.ops.tree import TreeEntry, _next_folder, archived_tree, tree
+from leanctx.projections import savings
 
 LEAN_CTX = str(Path(sys.executable).with_name("lean-ctx"))
 GEMINI, O200K = "cl100k_base*1.1", "o200k_base"
@@ -174,3 +184,169 @@ def test_cli_tree_counts_with_lean_ctx_model_and_archives_its_rest(tmp_path: Pat
     d = json.loads(j.stdout)
     assert d["capped"] is True and d["omitted_lines"] > 0 and d["archive_id"] == m.group(1)  # the same listing
     assert f"lean-ctx expand {d['archive_id']} --lines " in d["text"].splitlines()[-1]
+
+
+# --- the archive is recorded: archive.created (source "tree"), once per archive ----------------
+
+
+def _events(lc: LeanCtx, kind: str) -> list[Any]:
+    return [e for e in lc.store.read_all(0) if e.kind == kind]
+
+
+def _archive_created(lc: LeanCtx) -> list[Any]:
+    return _events(lc, "archive.created")
+
+
+def _tree_records(lc: LeanCtx) -> list[Any]:
+    return [e for e in _events(lc, "tool.called") if e.data().command == "tree.record"]
+
+
+def _check_event_is_the_archive(ev: Any, store: ArchiveStore, archive_id: str, encoding: str) -> None:
+    """The recorded figures are those of the archived bytes, the tokens in the caller's encoding."""
+    blob = store.path(archive_id).read_bytes()
+    text = blob.decode("utf-8")
+    d = ev.data()
+    assert ev.stream == f"archive:{archive_id}" and d.archive_id == archive_id and d.source == "tree"
+    assert d.sha256 == hashlib.sha256(blob).hexdigest() and d.archive_id == "A" + d.sha256[:16]
+    assert d.bytes == len(blob)
+    assert d.lines == len(text.removesuffix("\n").split("\n"))  # the lines expand numbers
+    assert d.tokens == count_tokens(text, encoding)
+    assert d.tokens != count_tokens(text, O200K if encoding != O200K else GEMINI)  # the encoding mattered
+
+
+def _savings_by_tool(lc: LeanCtx) -> dict[str, Any]:
+    return {r.group["tool"]: r for r in savings.report(lc.projections.reader("savings"), by=("tool",)).rows}
+
+
+def test_cli_records_a_capped_listings_archive_once_and_its_expansion_is_charged_to_tree(tmp_path: Path) -> None:
+    proj, home = tmp_path / "proj", tmp_path / "home"
+    _big(proj)
+    env = {"LEAN_CTX_MODEL": "gemini-2.5-pro", "LEAN_CTX_SESSION_ID": "s-tree"}
+    short = _cli(home, proj, "tree", **env)  # fits: nothing recorded, the log not even created
+    assert short.returncode == 0 and "[… capped" not in short.stdout, short.stderr
+    assert not list(home.rglob("*.db")) and not list(home.rglob("archives"))
+    ids = set()
+    for args in (("tree",), ("tree",), ("--json", "tree")):  # the same listing, capped three times
+        p = _cli(home, proj, *args, "--depth", "5", "--max-entries", "2000", **env)
+        assert p.returncode == 0, p.stderr
+        ids.add(json.loads(p.stdout)["archive_id"] if "--json" in args else _NEXT.findall(p.stdout)[-1][0])
+    (aid,) = ids
+    (db,) = home.rglob("events.db")
+    store = ArchiveStore.beside(db)
+    with LeanCtx(db) as lc:
+        (ev,) = _archive_created(lc)  # exactly once
+        _check_event_is_the_archive(ev, store, aid, GEMINI)
+        assert ev.actor == "cli-agent" and ev.project == str(proj.resolve())
+        calls = _tree_records(lc)
+        assert len(calls) == 3 and [c.data().events for c in calls] == [1, 0, 0]
+        assert {(c.actor, c.stream, c.data().session_id) for c in calls} == {("cli-agent", "calls:s-tree", "s-tree")}
+        assert ev.causation_id == calls[0].position and ev.correlation_id == calls[0].correlation_id
+    rest = _cli(home, proj, "expand", aid, "--lines", "2-6", **env)
+    assert rest.returncode == 0, rest.stderr
+    with LeanCtx(db) as lc:
+        (expanded,) = _events(lc, "archive.expanded")
+        assert expanded.data().archive_id == aid and expanded.actor == "cli-agent"
+        by_tool = _savings_by_tool(lc)
+        assert set(by_tool) == {"tree"}  # charged to the tool whose answer was archived, not to "expand"
+        t = by_tool["tree"]
+        assert (t.calls, t.expansions, t.sent_tokens) == (1, 1, expanded.data().sent_tokens)
+        assert (t.raw_tokens, t.saved_tokens) == (0, -t.sent_tokens)  # tree answers are not in the savings
+        assert len(_archive_created(lc)) == 1
+
+
+def test_http_records_a_capped_listings_archive_once_as_the_agent(make_server,  # noqa: F811
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LEAN_CTX_MODEL", "gemini-2.5-pro")
+    server = make_server()
+    project = Path(server.config.project_root)
+    _big(project)
+    api = Api(server)
+    a = api.register()
+    headers = {**a.headers, "X-Session-Id": "h-sess"}
+    small = api.client.post("/v1/context/tree", json={"path": "package_0"}, headers=headers)
+    assert small.status_code == 200 and small.json()["capped"] is False, small.text
+    args = {"depth": 5, "max_entries": 2000}
+    got = []
+    for route in ("/v1/context/tree", "/v1/tools/ctx_tree", "/v1/context/tree"):
+        r = api.client.post(route, json=args, headers=headers)
+        assert r.status_code == 200 and r.json()["capped"] is True, r.text
+        got.append(r.json()["archive_id"])
+    aid = got[0]
+    assert got == [aid] * 3
+    db = Path(server.config.db)
+    with LeanCtx(db) as lc:
+        (ev,) = _archive_created(lc)
+        _check_event_is_the_archive(ev, ArchiveStore.beside(db), aid, GEMINI)
+        assert ev.actor == a.agent_id and ev.project == str(project)
+        calls = _tree_records(lc)  # the listing that fit dispatched nothing
+        assert [c.data().events for c in calls] == [1, 0, 0]
+        assert {(c.actor, c.data().session_id) for c in calls} == {(a.agent_id, "h-sess")}
+    rest = api.client.post("/v1/context/expand", json={"archive_id": aid, "lines": "2-6"}, headers=headers)
+    assert rest.status_code == 200, rest.text
+    with LeanCtx(db) as lc:
+        by_tool = _savings_by_tool(lc)
+        assert set(by_tool) == {"tree"} and by_tool["tree"].expansions == 1
+
+
+@pytest.mark.anyio
+async def test_mcp_records_a_capped_listings_archive_once_in_the_clients_encoding(
+        transport: Transport) -> None:  # noqa: F811
+    _big(transport.project / "big")
+    async with transport.connect("gemini-cli") as c:
+        first = await _call(c, "ctx_tree", {"path": "big", "depth": 5, "max_entries": 2000})
+        again = await _call(c, "ctx_tree", {"path": "big", "depth": 5, "max_entries": 2000})
+        aid = first.structured_content["archive_id"]
+        assert aid and again.structured_content["archive_id"] == aid
+        await _call(c, "ctx_expand", {"archive_id": aid, "lines": "2-4"})
+    db = Path(transport.env["LEAN_CTX_DB"])
+    with LeanCtx(db) as lc:
+        created = [e for e in _archive_created(lc) if e.data().source == "tree"]
+        (ev,) = created
+        _check_event_is_the_archive(ev, ArchiveStore.beside(db), aid, GEMINI)
+        (expanded,) = [e for e in _events(lc, "archive.expanded") if e.data().archive_id == aid]
+        assert ev.actor and ev.actor == expanded.actor  # the MCP session's agent, for both
+        calls = [x for x in _tree_records(lc) if x.actor == ev.actor]
+        assert [x.data().events for x in calls] == [1, 0]
+        assert {x.data().session_id for x in calls} == {expanded.data().session_id}
+        row = savings.report(lc.projections.reader("savings"), by=("tool",), agent=ev.actor).rows
+        assert [(r.group["tool"], r.expansions) for r in row if r.group["tool"] in ("tree", "expand")] == [("tree", 1)]
+
+
+def test_archived_tree_opens_the_log_only_for_a_capped_answer(tmp_path: Path, lc: LeanCtx) -> None:
+    root = tmp_path / "proj"
+    _big(root, packages=1, files=5)
+    opened: list[int] = []
+
+    def open_log() -> LeanCtx:
+        opened.append(1)
+        return lc
+
+    t = archived_tree(lc.db, root, depth=5, open_log=open_log, actor="a", session_id="s", project=str(root))
+    assert not t.capped and opened == [] and _archive_created(lc) == [] and _tree_records(lc) == []
+    _flat(root, 2500)
+    capped = archived_tree(lc.db, root, "cjk", max_entries=5000, open_log=open_log, actor="a", session_id="s",
+                           project=str(root))
+    assert capped.capped and opened == [1]
+    (ev,) = _archive_created(lc)
+    _check_event_is_the_archive(ev, ArchiveStore.beside(lc.db), capped.archive_id or "", O200K)
+    assert (ev.actor, ev.project) == ("a", str(root))
+
+
+def test_tree_record_refuses_figures_that_cannot_be_an_archives(lc: LeanCtx) -> None:
+    text = "./ (1 file, 0 folders)\n  a.py\n"
+    aid, digest = ArchiveStore.id_of(text)
+    good: dict[str, Any] = {"archive_id": aid, "sha256": digest, "bytes": len(text), "lines": 2, "tokens": 5}
+    for bad, code in (({"archive_id": "B123"}, "ARCHIVE_INVALID_ID"),
+                      ({"sha256": "0" * 64}, "ARCHIVE_INVALID_ID"),  # not the sha256 the id names
+                      ({"sha256": digest.upper()}, "ARCHIVE_INVALID_ID"),
+                      ({"bytes": -1}, "TREE_INVALID_RECORD"),
+                      ({"lines": -2}, "TREE_INVALID_RECORD"),
+                      ({"tokens": -3}, "TREE_INVALID_RECORD")):
+        with pytest.raises(InvalidInput) as e:
+            lc.bus.dispatch(RecordTree(**{**good, **bad}), actor="a")
+        assert e.value.code == code, bad
+    assert _archive_created(lc) == []
+    assert lc.bus.dispatch(RecordTree(**good), actor="a").value.archive_created is True
+    assert lc.bus.dispatch(RecordTree(**good), actor="b").value.archive_created is False
+    (ev,) = _archive_created(lc)
+    assert (ev.data().source, ev.data().lines, ev.actor) == ("tree", 2, "a")

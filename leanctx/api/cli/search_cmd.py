@@ -4,7 +4,9 @@
 default ``o200k_base``); ``search.ran`` records it. ``tree`` has the defaults of ``ctx_tree``
 (``ops.tree``) and archives a capped listing whole beside the log (``ops.tree.archived_tree``:
 the notice names the ``lean-ctx expand ID --lines N-M`` that continues it; ``--json`` carries
-``capped``, ``omitted_lines`` and ``archive_id``)."""
+``capped``, ``omitted_lines`` and ``archive_id``); only then is the log opened (created if need
+be) to record that archive (``tree.record``, as ``$LEAN_CTX_AGENT_ID`` in
+``$LEAN_CTX_SESSION_ID``): a listing that fits never touches the database."""
 
 from __future__ import annotations
 
@@ -83,6 +85,7 @@ def tree_cmd(
     from pathlib import Path
 
     from ...config import db_path
+    from ...identity import agent_identity
     from ...ops.tree import archived_tree
     from ..tools.context import encoding_of
 
@@ -91,7 +94,8 @@ def tree_cmd(
     root = st.project_root()
     db = db_path(st.db, root=None if st.db else Path(root))  # the log State.open() would open: not opened here
     ans = archived_tree(db, root, _path_arg(st, path) if path else None, depth=depth, max_entries=max_entries,
-                        encoding=encoding_of(), as_json=as_json)
+                        encoding=encoding_of(), as_json=as_json, open_log=st.open, actor=agent_identity(),
+                        session_id=_session(None), project=root)
     if as_json:
         emit_json(ans)
         return

@@ -20,7 +20,8 @@ refusals of the operations are theirs (``max_tokens`` 0: ``READ_INVALID_CAP`` fo
 ``EXPAND_INVALID_COUNT`` for expand, as on every surface). ``tree`` has the defaults of
 ``ctx_tree`` and ``lean-ctx tree`` (``ops.tree``: depth 2, 40 entries per folder); its answer
 is capped as a whole JSON answer (entries included, like ``lean-ctx tree --json``) and a capped
-listing is archived whole (``archive_id``, and the notice names the ``expand`` that continues it).
+listing is archived whole (``archive_id``, and the notice names the ``expand`` that continues it)
+and recorded as the agent (``tree.record``: ``archive.created`` with source ``tree``).
 
 Token counts (read, search, tree, expand, shell) use ``$LEAN_CTX_MODEL`` of the server's environment
 (a model name or an encoding spec; default ``o200k_base``), as for any caller without an MCP
@@ -153,9 +154,12 @@ async def search(request: Request) -> Response:
 async def tree(request: Request) -> Response:
     from ...ops.tree import archived_tree
 
-    st, _agent, _session_id, b = await _prepare(request, TreeBody)
-    return JSON(await st.run(archived_tree, st.lc.db, st.project_root, b.path, depth=b.depth,
-                             max_entries=b.max_entries, encoding=encoding_of(), as_json=True))
+    st, agent, session, b = await _prepare(request, TreeBody)
+    lc = st.lc
+    return JSON(await st.run(archived_tree, lc.db, st.project_root, b.path, depth=b.depth,
+                             max_entries=b.max_entries, encoding=encoding_of(), as_json=True,
+                             open_log=lambda: lc, actor=agent, session_id=session, project=st.project_root,
+                             now=st.now()))
 
 
 async def expand(request: Request) -> Response:

@@ -20,9 +20,10 @@ symlink resolving outside is refused with ``SHELL_CWD_OUTSIDE_PROJECT``.
 
 **ctx_tree** takes the defaults of ``ops.tree`` (``depth`` 2, ``max_entries`` 40: those of HTTP
 ``/v1/context/tree`` and ``lean-ctx tree`` too) and answers through ``ops.tree.archived_tree``:
-a capped listing is archived whole and its notice names the ``lean-ctx expand ID --lines N-M``
-that continues it; the result always carries ``capped``, ``omitted_lines`` and ``archive_id``
-(:func:`tree_result`).
+a capped listing is archived whole, the archive recorded as the caller (``tree.record``:
+``archive.created`` with source ``tree``, once per archive), and its notice names the ``lean-ctx
+expand ID --lines N-M`` that continues it; the result always carries ``capped``,
+``omitted_lines`` and ``archive_id`` (:func:`tree_result`).
 """
 
 from __future__ import annotations
@@ -217,7 +218,8 @@ def ctx_tree(lc: Any, caller: Caller, a: TreeArgs) -> dict[str, Any]:
     from ...ops.tree import archived_tree
 
     t = archived_tree(lc.db, caller.project, a.path, depth=a.depth, max_entries=a.max_entries,
-                      encoding=encoding_of(caller))
+                      encoding=encoding_of(caller), open_log=lambda: lc, actor=caller.agent_id,
+                      session_id=caller.session_id, project=caller.project)
     return tree_result(t)
 
 

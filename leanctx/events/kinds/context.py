@@ -81,7 +81,7 @@ class ArchiveCreated(Event, tag="archive.created"):
     """Full text kept out of an answer was archived (content-addressed, secrets redacted)."""
 
     archive_id: str
-    source: str  # shell | read | search
+    source: str  # shell | read | search | tree
     sha256: str
     bytes: int
     lines: int

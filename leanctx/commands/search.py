@@ -2,7 +2,9 @@
 
 Appends ``search.ran`` on ``search:<session or agent>`` with the real token counts, and
 ``archive.created`` on ``archive:<id>`` when the full listing was archived and that archive has
-no event yet (archives are content-addressed: the same listing archived twice is one archive).
+no event yet (archives are content-addressed: the same listing archived twice is one archive),
+and ``budget.consumed`` for the searching agent (tool ``ctx_search``): the answer went into its
+context like a read's or a shell run's. A search is not refused past the budget (reads are).
 The query is redacted again here, defensively, before it is cut to ``MAX_QUERY_CHARS`` (a
 secret cut in two would no longer be recognised): text that reaches the log cannot be taken out.
 """
@@ -14,6 +16,7 @@ import msgspec
 from ..context.secrets import redact
 from ..errors import InvalidInput
 from ..events.kinds.context import ArchiveCreated, SearchRan
+from .budgets import consume
 from .bus import Command, CommandContext, handles
 
 MAX_QUERY_CHARS = 1000
@@ -40,7 +43,7 @@ class SearchRecorded(msgspec.Struct, frozen=True):
     archive_created: bool
 
 
-@handles(RecordSearch, emits=("search.ran", "archive.created"), result=SearchRecorded)
+@handles(RecordSearch, emits=("search.ran", "archive.created", "budget.consumed"), result=SearchRecorded)
 def record(ctx: CommandContext, cmd: RecordSearch) -> SearchRecorded:
     if cmd.method not in ("regex", "bm25", "semantic", "fused"):
         raise InvalidInput("SEARCH_INVALID_METHOD", f"no search method {cmd.method!r}; use regex, bm25, semantic or fused")
@@ -60,4 +63,6 @@ def record(ctx: CommandContext, cmd: RecordSearch) -> SearchRecorded:
                                sent_tokens=cmd.sent_tokens, archive_id=cmd.archive_id,
                                redactions=cmd.redactions + q.count, session_id=ctx.session_id,
                                encoding=cmd.encoding))
+    if ctx.actor and cmd.sent_tokens:  # the answer went into the agent's context: its budget pays
+        consume(ctx, ctx.actor, cmd.sent_tokens, "ctx_search")
     return SearchRecorded(stream, created)

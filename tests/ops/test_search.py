@@ -340,3 +340,13 @@ def test_bm25_and_regex_read_a_glob_alike(lc: LeanCtx, proj: Path, glob: str) ->
     regex = {h.path for h in search(lc, proj, "database", method="regex", glob=glob).hits}
     bm25 = {h.path for h in search(lc, proj, "database", method="bm25", glob=glob).hits}
     assert regex == bm25, (glob, regex, bm25)
+
+
+def test_a_search_answer_is_charged_to_the_agents_budget(lc: LeanCtx, proj: Path) -> None:
+    from leanctx.events.codec import payload_dict
+
+    ans = search(lc, proj, "database", actor="a1", session_id="s1")
+    spent = [payload_dict(e.payload) for e in lc.store.read_all(0) if e.kind == "budget.consumed"]
+    assert [(p["agent_id"], p["tokens"], p["tool"]) for p in spent] == [("a1", ans.sent_tokens, "ctx_search")]
+    search(lc, proj, "database")  # no agent: nobody's budget
+    assert sum(e.kind == "budget.consumed" for e in lc.store.read_all(0)) == 1

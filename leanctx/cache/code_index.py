@@ -86,11 +86,11 @@ DDL = (
 
 def _engine() -> str:
     """sha256 of the rules that decide what the index holds: this module, the chunking and terms
-    (``code_chunks.py``) and the redaction rules (``leanctx/context/secrets.py`` and
-    ``secret_types.py``)."""
+    (``code_chunks.py``) and the redaction rules (``leanctx/context/secret*.py``)."""
     package = Path(__file__).resolve().parents[1]
-    return source_digest([package / "cache" / "code_index.py", package / "cache" / "code_chunks.py",
-                          package / "context" / "secrets.py", package / "context" / "secret_types.py"], package)[:16]
+    rules = sorted((package / "context").glob("secret*.py"))  # secrets.py and the modules it draws on
+    return source_digest([package / "cache" / "code_index.py", package / "cache" / "code_chunks.py", *rules],
+                         package)[:16]
 
 
 ENGINE = _engine()

@@ -4,8 +4,23 @@ The log is immutable: a secret written into it cannot be taken out. File content
 output and search results pass through ``redact`` before anything is appended, archived or
 (unless the caller explicitly asks for raw content of a project file) sent to the agent.
 
-Two kinds of rules: provider formats (private key blocks, AWS, GitHub, OpenAI... tokens, URL
-passwords, JWTs) wherever they occur, and **assignments** whose name says the value is secret:
+Three kinds of rules: provider formats (private key blocks, AWS, GitHub, OpenAI... tokens, URL
+passwords — ``psql "postgresql://u:p@h/db"``, ``git clone https://user:token@host/...`` — JWTs)
+wherever they occur; **credentials of HTTP headers, cookies and command lines**, the value only,
+its header or flag name (and a user name) kept (``leanctx.context.secret_headers`` has the exact
+rules): ``Authorization: Bearer|Basic|Token|<scheme> <credential>`` and ``Proxy-Authorization``
+(kinds ``auth_header``, ``basic_auth`` for ``Basic``), ``X-API-Key``, ``Api-Key``, ``X-Auth-Token``,
+``X-Access-Token``, ``Private-Token``... (``auth_header``) in ``-H "..."``, ``--header=``, httpie
+``Name:'value'``, JSON/YAML/dicts and raw dumps (``> Authorization: ...``), any case; the values
+of session cookies (``Cookie:``/``Set-Cookie:``/``curl -b``, a name holding ``sess``, ``token``,
+``auth``, ``sid`` or ``jwt``: ``cookie``); ``curl -u/--user user:pass``, httpie ``-a user:pass``,
+``--password x``, ``--token x``, ``--api-key x``, ``mysql -pPASS``, ``sshpass -p x``, ``docker login
+-p x``, ``htpasswd -b file user pass`` (``cli_password``). A header credential must look generated
+(8+ characters with a digit, mixed case or ``+/=``, not an identifier such as ``accessToken``), so
+placeholders (``Bearer $TOKEN``, ``${TOKEN}``, ``<token>``, f-string ``{token}``), variables
+(``{"Authorization": token}``) and prose (``the Authorization header``) stay, and ``-u``/``-p``
+count for those commands only (``sort -u``, ``ps -u root``, ``docker run -p 80:80``, ``ls -p``
+stay); and **assignments** whose name says the value is secret:
 the name must *end* with ``_KEY``, ``_TOKEN``, ``_SECRET``, ``PASSWORD``, ``PASSWD``,
 ``PASSPHRASE``, ``_PWD``, ``APIKEY``... (any case), so ``PASSWORD_MIN_LENGTH = 8`` or
 ``TOKEN_TTL`` are not secrets, followed by ``=``, ``:`` or ``:=`` (``.env``, ``export X=``,
@@ -52,6 +67,7 @@ from pathlib import PurePosixPath
 
 import msgspec
 
+from .secret_headers import redact_credentials
 from .secret_types import Annotations
 
 REDACTED = "[REDACTED:{kind}]"
@@ -174,13 +190,13 @@ def redact(text: str) -> Redacted:
         return (len(v) < _MIN_VALUE or bool(_PLACEHOLDER.match(v)) or bool(_REFERENCE.match(v))
                 or v.startswith("[REDACTED:") or v.lower() == name.strip("\"'").rsplit(".", 1)[-1].lower())
 
-    def hide(value: str) -> str:
+    def hide(value: str, kind: str = "assignment") -> str:
         nonlocal count
         count += 1
         found.append(value)
-        if "assignment" not in kinds:
-            kinds.append("assignment")
-        return REDACTED.format(kind="assignment")
+        if kind not in kinds:
+            kinds.append(kind)
+        return REDACTED.format(kind=kind)
 
     def swap(m: re.Match[str], group: str, value: str) -> str:
         """The match with ``value`` (the start of ``group``) redacted, everything else kept."""
@@ -232,6 +248,7 @@ def redact(text: str) -> Redacted:
     if "=" in text or ":" in text:
         text = _CONFIG_LINE.sub(config_line, text)
         text = assignments(text)
+    text = redact_credentials(text, lambda kind, value: hide(value, kind))  # headers, cookies, command lines
     return Redacted(text, count, kinds, found)
 
 

@@ -248,9 +248,12 @@ def _process(
     from ..context.tokens import count_tokens
 
     # secrets out first: nothing below (engine, archive, log, answer) ever sees them
-    out, n_out, found_out = _redact(stdout, also=list(secrets))
-    err, n_err, found_err = _redact(stderr, also=list(secrets))
-    cmd_text = _redact(command_text, command=True, also=[*found_out, *found_err, *secrets])[0]
+    # a secret found in the command line (``curl -u user:PASS``) is scrubbed from the output and
+    # from the rest of the command too, and one found in the output from the command
+    found_cmd = _redact(command_text, command=True, also=list(secrets))[2]
+    out, n_out, found_out = _redact(stdout, also=[*secrets, *found_cmd])
+    err, n_err, found_err = _redact(stderr, also=[*secrets, *found_cmd])
+    cmd_text = _redact(command_text, command=True, also=[*found_cmd, *found_out, *found_err, *secrets])[0]
     redactions = n_out + n_err
     plain = raw_render(out, err, exit_code)  # binary as a plain decode shows it: what raw_tokens counts
     c = None if raw else compress(pattern_command, out, err, exit_code, encoding=encoding)

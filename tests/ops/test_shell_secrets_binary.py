@@ -129,10 +129,8 @@ def test_env_values_named_secret_are_scrubbed_wherever_the_command_prints_them(l
     assert_nowhere(tmp_path / "data", [ENV_SECRET])
 
 
-# the header case, through the console script: every file of LEAN_CTX_HOME grepped. Today's rules
-# do not recognise a bare Bearer token or curl's ``-u user:pass`` (context/secrets.py is being
-# extended for them): those two document the gap and pass once the rules exist.
-_PENDING = pytest.mark.xfail(reason="context/secrets.py has no rule for this form yet", strict=False)
+# the header case, through the console script: every file of LEAN_CTX_HOME grepped, a bare Bearer
+# token and curl's ``-u user:pass`` included (context/secret_headers.py)
 
 
 @pytest.mark.parametrize("command, secret", [
@@ -140,9 +138,8 @@ _PENDING = pytest.mark.xfail(reason="context/secrets.py has no rule for this for
     pytest.param(f"true deploy --api-key {OPENAI}", OPENAI, id="openai-key"),
     pytest.param(f"PASSWORD={PASSWORD} true", PASSWORD, id="password-assignment"),
     pytest.param("true curl -H 'Authorization: Bearer 0a1b2c3d4e5f60718293a4b5c6d7e8f9' http://127.0.0.1:9/",
-                 "0a1b2c3d4e5f60718293a4b5c6d7e8f9", id="bearer-hex", marks=_PENDING),
-    pytest.param("true curl -sS -u deploy:Tr0ub4dorXYZ77 http://127.0.0.1:9/", "Tr0ub4dorXYZ77", id="curl-user",
-                 marks=_PENDING),
+                 "0a1b2c3d4e5f60718293a4b5c6d7e8f9", id="bearer-hex"),
+    pytest.param("true curl -sS -u deploy:Tr0ub4dorXYZ77 http://127.0.0.1:9/", "Tr0ub4dorXYZ77", id="curl-user"),
 ])
 def test_cli_command_line_secret_never_reaches_lean_ctx_home(tmp_path: Path, command: str, secret: str) -> None:
     home = tmp_path / "home"
@@ -260,3 +257,16 @@ def test_cli_shell_and_compress_answer_binary_with_a_notice(tmp_path: Path) -> N
     assert e.stdout.startswith("ok\n") and e.stdout.rstrip("\n").endswith("done")
     shown = e.stdout.encode("latin-1", "backslashreplace").decode("unicode_escape").encode("latin-1")
     assert shown.rstrip(b"\n") == data.rstrip(b"\n"), "the archive reads back to the exact bytes"
+
+
+def test_a_password_from_the_command_line_is_scrubbed_from_its_output_and_the_rest_of_it(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    command = "true curl -u deploy:Passw0rdXyz1 http://127.0.0.1:9/; echo the password is Passw0rdXyz1"
+    p = cli(home, "shell", "--json", "--", command, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert "Passw0rdXyz1" not in out["text"] and "[REDACTED:echoed]" in out["text"]
+    assert "Passw0rdXyz1" not in out["command"] and "deploy" in out["command"]
+    for f in home.rglob("*"):
+        if f.is_file():
+            assert b"Passw0rdXyz1" not in f.read_bytes(), f

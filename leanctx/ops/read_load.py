@@ -19,6 +19,9 @@ fast check, and decoding.
    reading is recorded beside the hash, with the time the hash was taken (so a later read can
    tell a racily clean record); a file whose size changed while it was read is recorded as
    never trusted.
+   A file over ``MAX_FILE_BYTES`` (8 MiB) is refused (``READ_FILE_TOO_LARGE``), in every mode
+   (``lines:`` too: ranges are cut from the whole loaded text); the message names the commands
+   that do reach it, ``lean-ctx shell -- sed -n 'N,Mp' FILE`` and ``… grep -n PATTERN FILE``.
 5. **decoding**: UTF-8; each byte that is not UTF-8 becomes one U+FFFD (``bad_bytes`` counts
    them, and the answer's header says so), and CR-only line ends (old Mac files: a CR not
    followed by LF) become LF (``cr_breaks``), so every mode, ``lines:`` range and line count
@@ -31,6 +34,7 @@ import errno
 import hashlib
 import os
 import re
+import shlex
 import stat as stat_mod
 import time
 
@@ -132,10 +136,12 @@ def _check(st: os.stat_result, full: str, rel: str, root: str) -> None:
     if not real.startswith(root.rstrip(os.sep) + os.sep):
         raise InvalidInput("READ_PATH_OUTSIDE_PROJECT", f"{rel} moved outside the project while being read", path=rel)
     if st.st_size > MAX_FILE_BYTES:
+        q = shlex.quote(rel)
         raise InvalidInput(
             "READ_FILE_TOO_LARGE",
-            f"{rel} is {st.st_size:,} bytes; lean-ctx reads files up to {MAX_FILE_BYTES:,} bytes (use search, or"
-            " lines:N-M on a smaller file)", path=rel,
+            f"{rel} is {st.st_size:,} bytes; lean-ctx reads files up to {MAX_FILE_BYTES:,} bytes, and search skips"
+            f" larger ones: show its lines N-M with lean-ctx shell -- sed -n 'N,Mp' {q}, find lines with lean-ctx"
+            f" shell -- grep -n PATTERN {q} (the shell's output is redacted too)", path=rel,
         )
 
 

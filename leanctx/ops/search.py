@@ -9,7 +9,8 @@ Methods (``method=``):
 - ``regex``: the pattern over every listed text file (``ops.files``: gitignore-aware, binaries
   skipped, well-known secret files such as ``.env`` skipped) up to the read limit
   (``SCAN_MAX_FILE_BYTES`` = ``ops.read.MAX_FILE_BYTES``, 8 MiB); larger files are counted in a
-  note and make the answer ``partial``.
+  note that names the first few and the command that searches them (``lean-ctx shell -- grep
+  -nE PATTERN FILE``: ``search_answer.large_note``), and make the answer ``partial``.
   Smart case: case-insensitive unless the pattern has an upper-case letter. It runs on the
   ``regex`` module with a time budget (``REGEX_BUDGET``), so a pathological pattern ends the
   scan early ("partial") instead of hanging; a pattern that does not compile is refused
@@ -17,8 +18,9 @@ Methods (``method=``):
 - ``bm25``: the FTS5 code index (``cache.code_index``), ranked by ``bm25()`` only. Hits are
   chunks, shown at their best line (the first line holding the most query terms). The index
   holds files up to ``ops.files.MAX_FILE_BYTES`` (1,000,000 bytes): with bm25 or semantic
-  alone, larger files in scope are counted in a note and the answer is ``partial`` (``auto``
-  covers them through its regex scan).
+  alone, larger files in scope are counted and named in a note and the answer is ``partial``
+  (``auto`` covers them through its regex scan, up to the read limit; past it the note gives
+  the grep command).
 - ``semantic``: nearest chunks by cosine distance in sqlite-vec (``cache.vectors``), when the
   ``semantic`` extra is installed; otherwise the answer says ``semantic search is off (install
   lean-ctx[semantic])`` and bm25 answers instead.
@@ -30,9 +32,14 @@ Answers are compact ``path:line: snippet`` lines, secrets redacted (files are re
 they are matched, so the snippet of a hit and the line numbers agree). At most ``limit`` lines
 and ``MAX_ANSWER_TOKENS`` tokens are sent (``ops.search_answer``); when more were found the
 listing (at most ``MAX_LISTED`` hits, which the footer states when fewer than found) is
-archived (``ArchiveStore.beside(db)``) and the answer names the archive id. Token counts are real
+archived (``ArchiveStore.beside(db)``) and the answer names the archive id. Only the files of
+the first ``limit`` hits (those that may be shown) are read to place a chunk hit at its best
+line; a chunk hit further down whose file was not read anyway (by the regex scan, or for a hit
+above it) is listed in the archive at its chunk's start line, as ``path:start: [chunk of lines
+start-end, not read]`` (``search_answer.UNREAD``): reading and redacting hundreds of whole files
+for lines nobody is shown made ``--bm25`` twice as slow as the fused search. Token counts are real
 (tiktoken): ``raw_tokens`` is the full listing with whole lines (what an uncapped grep-style
-answer would send), ``sent_tokens`` the answer sent. ``redactions`` counts the redaction
+answer would send; an unread hit counts as its ``UNREAD`` line), ``sent_tokens`` the answer sent. ``redactions`` counts the redaction
 markers in that listing plus those in the query.
 
 The query is redacted (``context.secrets.redact``) before anything is recorded: ``search.ran``
@@ -69,7 +76,7 @@ from .files import (
     redact_text,
 )
 from .read import MAX_FILE_BYTES as SCAN_MAX_FILE_BYTES
-from .search_answer import MAX_LISTED, Hit, SearchAnswer, answer
+from .search_answer import MAX_LISTED, Hit, SearchAnswer, answer, large_note
 from .search_input import (
     MAX_GLOB_CHARS,
     MAX_LIMIT,
@@ -110,6 +117,10 @@ class _Texts:
             self.cache[path] = None if data is None else redact_text(decode(data))[0].split("\n")
         return self.cache[path]
 
+    def read(self, path: str) -> bool:
+        """True when the file's redacted lines are already here (nothing read for it)."""
+        return path in self.cache
+
     def line(self, path: str, n: int) -> str:
         lines = self.lines(path)
         return lines[n - 1] if lines is not None and 0 < n <= len(lines) else ""
@@ -142,7 +153,11 @@ def _best_line(texts: _Texts, path: str, start: int, end: int, terms: list[str])
 
 
 def _chunk_hit(texts: _Texts, path: str, start: int, end: int, terms: list[str], sources: list[str],
-               score: float) -> Hit:
+               score: float, *, read: bool = True) -> Hit:
+    """The hit of a chunk at its best line; with ``read=False`` (a hit only the archive lists)
+    and its file not read yet, at the chunk's start line with no snippet (see ``UNREAD``)."""
+    if not read and not texts.read(path):
+        return Hit(path, start, "", sources, score, start, end)
     line = _best_line(texts, path, start, end, terms)
     return Hit(path, line, _snippet(texts.line(path, line)), sources, score, start, end)
 
@@ -267,22 +282,26 @@ def search(lc: Any, root: str | os.PathLike[str], query: str, *, method: str = "
 
     regex_hits: list[tuple[str, int]] = []
     partial = False
-    skipped_large = 0
+    large: list[FileEntry] = []
     if use_regex:
         regex_hits, partial = regex_scan(project, scoped, pattern, texts, budget=regex_budget)
         if partial:
             notes.append("regex scan stopped early (time budget or match cap): results are partial")
-        skipped_large = _too_large(project, scoped, SCAN_MAX_FILE_BYTES)
-        if skipped_large:
+        large = _too_large(project, scoped, SCAN_MAX_FILE_BYTES)
+        if large:
             partial = True
-            notes.append(f"{_files(skipped_large)} over {SCAN_MAX_FILE_BYTES:,} bytes (the read limit) not searched:"
-                         " results are partial")
+            notes.append(large_note(query, [f.path for f in large], f"over {SCAN_MAX_FILE_BYTES:,} bytes (the read"
+                                    " limit) not searched", "results are partial", [f.path for f in large]))
     elif use_bm25 or use_sem:
-        skipped_large = _too_large(project, scoped, INDEX_MAX_FILE_BYTES)
-        if skipped_large:
+        large = _too_large(project, scoped, INDEX_MAX_FILE_BYTES)
+        if large:
             partial = True
-            notes.append(f"{_files(skipped_large)} over {INDEX_MAX_FILE_BYTES:,} bytes not in the code index, not"
-                         " searched: results are partial (search them with --regex)")
+            notes.append(large_note(query, [f.path for f in large], f"over {INDEX_MAX_FILE_BYTES:,} bytes not in the"
+                                    " code index, not searched", "results are partial" + (
+                                        " (search them with --regex)" if any(f.size <= SCAN_MAX_FILE_BYTES
+                                                                             for f in large) else ""),
+                                    [f.path for f in large if f.size > SCAN_MAX_FILE_BYTES]))
+    skipped_large = len(large)
 
     bm25_hits: list[Any] = []
     bm25_total = 0
@@ -327,16 +346,17 @@ def search(lc: Any, root: str | os.PathLike[str], query: str, *, method: str = "
         total = len(regex_hits)
     elif not use_regex and not use_sem:  # bm25 (asked for, or standing in for semantic)
         resolved = "bm25"
-        hits = [_chunk_hit(texts, h.path, h.start_line, h.end_line, terms, ["bm25"], h.score) for h in bm25_hits]
+        hits = [_chunk_hit(texts, h.path, h.start_line, h.end_line, terms, ["bm25"], h.score, read=i < limit)
+                for i, h in enumerate(bm25_hits)]
         total = bm25_total
     elif method == "semantic":
         resolved = "semantic"
-        hits = [_chunk_hit(texts, c.path, c.start_line, c.end_line, terms, ["semantic"], round(d, 6))
-                for c, d in sem_hits[:MAX_LISTED]]
+        hits = [_chunk_hit(texts, c.path, c.start_line, c.end_line, terms, ["semantic"], round(d, 6), read=i < limit)
+                for i, (c, d) in enumerate(sem_hits[:MAX_LISTED])]
         total = len(sem_hits)
     else:
         resolved = "fused"
-        hits, total = _fuse(index, project, texts, terms, regex_hits, bm25_hits, sem_hits)
+        hits, total = _fuse(index, project, texts, terms, regex_hits, bm25_hits, sem_hits, limit)
     if use_bm25 and bm25_total > len(bm25_hits):
         notes.append(f"{bm25_total - len(bm25_hits)} more chunks match the words but are not ranked here; "
                      "narrow the query")
@@ -345,9 +365,9 @@ def search(lc: Any, root: str | os.PathLike[str], query: str, *, method: str = "
                   skipped_large=skipped_large)
 
 
-def _too_large(root: str, files: Sequence[FileEntry], limit: int) -> int:
+def _too_large(root: str, files: Sequence[FileEntry], limit: int) -> list[FileEntry]:
     """Text files over ``limit`` bytes (a binary one would not be searched anyway)."""
-    n = 0
+    out = []
     for f in files:
         if f.size <= limit:
             continue
@@ -356,16 +376,13 @@ def _too_large(root: str, files: Sequence[FileEntry], limit: int) -> int:
                 head = fh.read(SNIFF_BYTES)
         except OSError:
             continue
-        n += not is_binary(head)
-    return n
-
-
-def _files(n: int) -> str:
-    return f"{n:,} file{'s' if n != 1 else ''}"
+        if not is_binary(head):
+            out.append(f)
+    return out
 
 
 def _fuse(index: Any, project: str, texts: _Texts, terms: list[str], regex_hits: list[tuple[str, int]],
-          bm25_hits: list[Any], sem_hits: list[tuple[Any, float]]) -> tuple[list[Hit], int]:
+          bm25_hits: list[Any], sem_hits: list[tuple[Any, float]], limit: int) -> tuple[list[Hit], int]:
     spans: dict[Any, tuple[str, int, int]] = {}
     first_line: dict[Any, int] = {}
     counts: dict[Any, int] = {}
@@ -399,9 +416,12 @@ def _fuse(index: Any, project: str, texts: _Texts, terms: list[str], regex_hits:
     members = {name: set(r) for name, r in lists}
     fused = rrf([r for _, r in lists])
     hits = []
-    for key, score in fused[:MAX_LISTED]:
+    for i, (key, score) in enumerate(fused[:MAX_LISTED]):
         path, start, end = spans[key]
-        line = first_line.get(key) or _best_line(texts, path, start, end, terms)
-        hits.append(Hit(path, line, _snippet(texts.line(path, line)), [n for n, _ in lists if key in members[n]],
-                        round(score, 6), start, end))
+        sources = [n for n, _ in lists if key in members[n]]
+        at = first_line.get(key)
+        if at is None:
+            hits.append(_chunk_hit(texts, path, start, end, terms, sources, round(score, 6), read=i < limit))
+        else:
+            hits.append(Hit(path, at, _snippet(texts.line(path, at)), sources, round(score, 6), start, end))
     return hits, len(fused)

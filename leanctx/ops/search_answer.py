@@ -3,7 +3,9 @@
 At most ``limit`` lines and ``MAX_ANSWER_TOKENS`` tokens of ``path:line: snippet`` are sent
 (well under the answer cap of ``ops.cap``, the same as reads; the whole text is checked
 against that cap too). When more hits were found than are sent, the listing of at most
-``MAX_LISTED`` hits, with whole lines, is archived next to the log; the footer says how many
+``MAX_LISTED`` hits, with whole lines (a chunk hit whose file ``ops.search`` did not read,
+being past the first ``limit``, is listed at its chunk's start as ``UNREAD``), is archived next
+to the log; the footer says how many
 are listed there and, when that is fewer than were found, that the rest are not listed
 (``2000 of 3000 listed in archive A…; refine the query``). When the token limit, not ``limit``,
 stopped the lines sent, the footer says how many more ``limit`` asked for were not shown, that
@@ -24,6 +26,7 @@ from ..context.secrets import redact
 from .cap import ANSWER_CAP_TOKENS, Cut, cap_lines
 
 MAX_LISTED = 2000  # hits kept in a listing (and its archive)
+UNREAD = "[chunk of lines {start}-{end}, not read]"  # the snippet of an archived hit whose file was not read
 MAX_ANSWER_TOKENS = 6000  # lines of hits sent (the footer and notes come on top, under ANSWER_CAP_TOKENS)
 
 
@@ -57,6 +60,34 @@ class SearchAnswer(msgspec.Struct):
     skipped_large: int = 0  # files in scope not searched because of their size (see the notes)
 
 
+NAMED_LARGE = 3  # files not searched for their size that a note names
+
+
+def large_note(query: str, paths: list[str], why: str, then: str, grep: list[str]) -> str:
+    """The note on files not searched for their size: how many, the first ``NAMED_LARGE`` of
+    them, and the command that searches those over the read limit (``grep``), which a read
+    cannot load: the query itself as the pattern when it holds no secret, else ``PATTERN``."""
+    import shlex
+
+    n = len(paths)
+    names = ", ".join(paths[:NAMED_LARGE]) + (f" and {n - NAMED_LARGE:,} more" if n > NAMED_LARGE else "")
+    note = f"{n:,} file{'s' if n != 1 else ''} {why} ({names}): {then}"
+    if grep:
+        pattern = shlex.quote(query) if redact(query).count == 0 else "PATTERN"
+        flags = "-nE" if any(c.isupper() for c in query) else "-niE"
+        note += (f"; search {'it' if len(grep) == 1 else 'them'} with: lean-ctx shell -- grep {flags} {pattern} "
+                 + " ".join(shlex.quote(p) for p in grep[:NAMED_LARGE]))
+    return note
+
+
+def _full_line(texts: Any, h: Hit) -> str:
+    """The archive's line of a hit: the whole line, or ``UNREAD`` for a chunk hit whose file
+    was not read (``ops.search`` reads only the files of the hits that may be shown)."""
+    if h.start_line and not texts.read(h.path):
+        return f"{h.path}:{h.line}: " + UNREAD.format(start=h.start_line, end=h.end_line)
+    return f"{h.path}:{h.line}: {texts.line(h.path, h.line).strip() or h.snippet}"
+
+
 def _footer(label: str, shown: int, total: int, listed: int, archive_id: str | None, query: str,
             limit: int = 0, wanted: int = 0) -> str:
     """``wanted``: the hits ``limit`` asks for (at most those found); when the listing limit
@@ -88,7 +119,7 @@ def answer(lc: Any, texts: Any, query: str, method: str, hits: list[Hit], total:
 
     rq = redact(query)
     listing = [f"{h.path}:{h.line}: {h.snippet}" for h in hits]
-    full_lines = [f"{h.path}:{h.line}: {texts.line(h.path, h.line).strip() or h.snippet}" for h in hits]
+    full_lines = [_full_line(texts, h) for h in hits]
     raw_text = "\n".join(full_lines)
     shown: list[str] = []
     used = 0

@@ -2,7 +2,10 @@
 
 ``map`` lists each exported top-level declaration on a line of its own (with its members), and
 the names and lines of the others (functions, types, constants, variables) on one ``private:``
-line. Consecutive exported constants (no other declaration shown between them) share one row,
+line (Go constants and variables that are neither exported nor UPPER_CASE are not
+declarations there: when nothing else is listed, the map counts them, ``(no imports or exported
+declarations; 1 private declaration not listed)``, rather than say the file declares nothing).
+Consecutive exported constants (no other declaration shown between them) share one row,
 the first at the row's line and the next ones with theirs (``12 const A B:13 C:20``), at most
 ``_MAX_MEMBERS`` names and then a count (``+N``), as a class's members. What counts as exported
 (JS/TS export lists and CommonJS too) and which constants are declarations:
@@ -97,14 +100,45 @@ def render_map(path: str, text: str, language: str) -> Rendered:
     _end_run(out, run)
     if private:
         out.append("private: " + " ".join(private))
+    unlisted = 0
     if not out:
-        out.append("(no imports or declarations found)")
+        unlisted = _unlisted_bindings(text, language)
+        out.append(f"(no imports or exported declarations; {plural(unlisted, 'private declaration')} not listed)"
+                   if unlisted else "(no imports or declarations found)")
     omitted = max(0, n - len(shown))
     how = "tree-sitter" if uses_tree_sitter(language) else "pattern match"
-    note = f"{plural(len(symbols), 'declaration')} ({how}) · bodies and the other {plural(omitted, 'line')} not shown"
+    count = f"0 listed + {plural(unlisted, 'private declaration')} not listed" if unlisted else plural(
+        len(symbols), "declaration")
+    note = f"{count} ({how}) · bodies and the other {plural(omitted, 'line')} not shown"
     out.append(footer("map", n, note))
     return Rendered(mode="map", path=path, language=language, text="\n".join(out), line_count=n,
                     shown_lines=n - omitted, omitted_lines=omitted, omitted=note)
+
+
+def _unlisted_bindings(text: str, language: str) -> int:
+    """Go: the names of top-level ``const``/``var`` specs that are not declarations
+    (``symbols.bindings.listed``: unexported and not UPPER_CASE), which the symbol list leaves
+    out; counted only when a map would otherwise be empty, so it says what the file holds."""
+    if language != "go" or not uses_tree_sitter(language):
+        return 0
+    from leanctx.context.symbols.bindings import listed
+    from leanctx.context.symbols.treesitter import parser_for
+
+    root = parser_for(language).parse(text.encode("utf-8", "surrogatepass")).root_node
+    n = 0
+    for decl in root.named_children:
+        if decl.type not in ("const_declaration", "var_declaration"):
+            continue
+        specs = [c for c in decl.named_children if c.type in ("const_spec", "var_spec")]
+        for group in (c for c in decl.named_children if c.type == "var_spec_list"):
+            specs += [c for c in group.named_children if c.type == "var_spec"]
+        for spec in specs:
+            for name_node in spec.children_by_field_name("name"):
+                if name_node.type != "identifier":  # the commas of ``a, b`` come under the field too
+                    continue
+                name = (name_node.text or b"").decode("utf-8", "replace")
+                n += name not in ("", "_") and not listed(name, name[:1].isupper())
+    return n
 
 
 def render_signatures(path: str, text: str, language: str) -> Rendered:

@@ -1,0 +1,108 @@
+"""Answers that used to lead nowhere: a file over the 8 MiB read limit (the read refusal and the
+search note name the commands that reach it, and those commands work), and a Go map of a file
+whose only declaration is private."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from leanctx.context.modes.outline import render_map
+from leanctx.ops.read import MAX_FILE_BYTES
+
+LEAN_CTX = str(Path(sys.executable).with_name("lean-ctx"))
+SECRET = "sk-abcdefghijklmnopqrstuvwxyz0123456789ABCD"
+
+
+def run(db: Path, proj: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "LEAN_CTX_DB": str(db), "LEAN_CTX_NO_DAEMON": "1"}
+    return subprocess.run([LEAN_CTX, "--project", str(proj), *args], capture_output=True, text=True, env=env,
+                          timeout=120, check=False)
+
+
+@pytest.fixture()
+def proj(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    root.mkdir()
+    line = "filler line of the big log, nothing to see here\n"
+    n = MAX_FILE_BYTES // len(line) + 10
+    with open(root / "big log.txt", "w") as f:
+        f.write(line * n)
+        f.write(f'api_key = "{SECRET}"\nthe needle is here\n')
+    (root / "small.py").write_text("x = 1\n")
+    return root
+
+
+def _lean_ctx_args(command: str) -> list[str]:
+    """The arguments of a ``lean-ctx …`` command an answer names."""
+    args = shlex.split(command)
+    assert args[0] == "lean-ctx"
+    return args[1:]
+
+
+def test_read_of_a_too_large_file_names_commands_that_work(tmp_path: Path, proj: Path) -> None:
+    db = tmp_path / "e.db"
+    n = MAX_FILE_BYTES // len("filler line of the big log, nothing to see here\n") + 10
+    p = run(db, proj, "read", "big log.txt", "--mode", "lines:1-5")
+    assert p.returncode == 2 and "READ_FILE_TOO_LARGE" in p.stderr
+    m = re.search(r"show its lines N-M with (lean-ctx shell -- sed -n 'N,Mp' '.+?'),", p.stderr)
+    assert m, p.stderr
+    sed = m.group(1).replace("N,M", f"{n},{n + 2}")
+    out = run(db, proj, *_lean_ctx_args(sed))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[-2:] == ['api_key = "[REDACTED:openai_key]"', "the needle is here"]
+    assert SECRET not in out.stdout
+    m = re.search(r"find lines with (lean-ctx shell -- grep -n PATTERN '.+?') ", p.stderr)
+    assert m, p.stderr
+    out = run(db, proj, *_lean_ctx_args(m.group(1).replace("PATTERN", "needle")))
+    assert out.returncode == 0 and f"{n + 2}:the needle is here" in out.stdout, out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("method", ["--regex", "--bm25"])
+def test_search_names_the_files_it_skips_and_how_to_search_them(tmp_path: Path, proj: Path, method: str) -> None:
+    db = tmp_path / "e.db"
+    p = run(db, proj, "search", method, "needle")
+    assert p.returncode == 0, p.stderr
+    assert "(big log.txt): results are partial" in p.stdout
+    m = re.search(r"search it with: (lean-ctx shell -- grep -niE needle 'big log.txt')\]", p.stdout)
+    assert m, p.stdout
+    out = run(db, proj, *_lean_ctx_args(m.group(1)))
+    assert out.returncode == 0 and "the needle is here" in out.stdout, out.stdout + out.stderr
+
+
+def test_search_names_a_few_files_and_counts_the_rest(tmp_path: Path) -> None:
+    root = tmp_path / "many"
+    root.mkdir()
+    for i in range(5):
+        with open(root / f"big{i}.txt", "w") as f:
+            f.write("x" * 100 + "\n" * 1 + ("y" * 99 + "\n") * (MAX_FILE_BYTES // 100 + 1))
+    p = run(tmp_path / "e.db", root, "search", "--regex", "zz")
+    assert "5 files over 8,388,608 bytes (the read limit) not searched (big0.txt, big1.txt, big2.txt and 2 more)" \
+        in p.stdout, p.stdout
+    assert "search them with: lean-ctx shell -- grep -niE zz big0.txt big1.txt big2.txt]" in p.stdout
+
+
+def test_search_note_never_repeats_a_secret_query(tmp_path: Path, proj: Path) -> None:
+    p = run(tmp_path / "e.db", proj, "search", "--regex", SECRET)
+    assert SECRET not in p.stdout and "grep -nE PATTERN 'big log.txt'" in p.stdout, p.stdout
+
+
+GO_PRIVATE = 'package tzdata\n\n// Code generated. DO NOT EDIT.\n\nconst zipdata = "PK\\x03\\x04"\n'
+
+
+def test_go_map_counts_the_private_declarations_it_does_not_list() -> None:
+    r = render_map("zipdata.go", GO_PRIVATE, "go")
+    first, footer = r.text.splitlines()
+    assert first == "(no imports or exported declarations; 1 private declaration not listed)"
+    assert "0 listed + 1 private declaration not listed" in footer
+    two = "package p\nconst (\n\ta, b = 1, 2\n\t_ = 3\n)\nvar (\n\tc int\n)\n"
+    assert render_map("p.go", two, "go").text.splitlines()[0] == \
+        "(no imports or exported declarations; 3 private declarations not listed)"
+    # nothing declared at all: said as before
+    assert render_map("e.go", "package p\n", "go").text.splitlines()[0] == "(no imports or declarations found)"

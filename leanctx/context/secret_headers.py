@@ -25,8 +25,10 @@ Left alone: placeholders and references (``$TOKEN``, ``${TOKEN}``, ``<token>``, 
 ``%s``, ``xxxx``), a dict whose quoted header name is followed by an unquoted value (a variable:
 ``{"Authorization": token}``), code assignments to a variable named ``authorization``, prose
 (``the Authorization header``), ``-u``/``-p`` of any other command (``sort -u``, ``docker run -p``,
-``ls -p``), a spaced flag value that is an identifier or a short lowercase word
-(``--token TOKEN``, ``--password when``). URL passwords (``postgresql://u:p@h``,
+``ls -p``), a spaced flag value that does not look generated (``--token TOKEN``, ``--password when``,
+``--token flags,``: a digit, mixed case, ``+/=`` or 32+ characters make one), an unquoted argument's
+trailing ``,`` ``;`` or unopened ``)`` (``mysql -pPASS,`` in prose; ``-pX;`` ends a shell command),
+``pass``/``passwd``/``pwd`` (``curl -u user:pass``) and ``htpasswd`` followed by no flag (``htpasswd -b)``). URL passwords (``postgresql://u:p@h``,
 ``https://user:token@host``) are the URL rule's, in ``secrets``.
 """
 
@@ -88,7 +90,7 @@ _ARG = re.compile(r"""(?P<q>["'])(?P<quoted>[^\n]*?)(?:(?P=q)|$)|(?P<plain>[^\s"
 
 # values that are no credential: placeholders, references, filler
 _PLACEHOLDER = re.compile(r"^(?:\$\S*|%\w*|\{.*|<.*|\[REDACTED:.*|\.\.\.+|[xX*.#]+|(.)\1*|changeme|example"
-                          r"|dummy|none|null|true|false|password|secret|token)$", re.IGNORECASE)
+                          r"|dummy|none|null|true|false|password|secret|token|pass|passwd|pwd|passphrase)$", re.IGNORECASE)
 # names, not values: ``accessToken``, ``AuthHeader``, ``API_TOKEN``, ``api_key``, ``TOKEN``, ``settings.api_key``
 _WORD = r"(?:[a-z]{2,}[0-9]*(?:[A-Z][a-z]{2,}[0-9]*)+|(?:[A-Z][a-z]{2,}[0-9]*){2,}|[A-Za-z]+[0-9]*(?:_[A-Za-z]+[0-9]*)+|[A-Z]+[0-9]*)"
 _IDENT = re.compile(rf"{_WORD}|(?:{_WORD}|[a-z_]+)(?:\.(?:{_WORD}|[a-z_]+))+")
@@ -103,17 +105,24 @@ def _random(v: str) -> bool:
         and not _IDENT.fullmatch(v)
 
 
+def looks_generated(v: str) -> bool:
+    """Whether ``v`` is one word that reads as a generated value (``secrets`` asks it of a
+    camelCase name's value: ``refreshToken: tokens.refresh``, ``'Unexpected token'`` stay)."""
+    return bool(v) and not _SPACE.search(v) and _random(v)
+
+
 def _credential(v: str) -> bool:
     return len(v) >= _MIN_CREDENTIAL and not _PLACEHOLDER.match(v) and _random(v)
 
 
 def _password(v: str, *, spaced: bool = False) -> bool:
     """A password on a command line; ``spaced``: an unquoted ``--flag value``, where prose and
-    usage texts (``--token TOKEN``, ``pass --password when asked``) put words too."""
+    usage texts (``--token TOKEN``, ``pass --password when asked``, ``--token flags,``) put words
+    too: it must look generated (``_random``: a digit, ``+/=``, mixed case or 32+ characters)."""
     v = v.strip()
     if len(v) < _MIN_PASSWORD or _PLACEHOLDER.match(v) or v.startswith("-"):
         return False
-    return not spaced or not _METAVAR.fullmatch(v)
+    return not spaced or (not _METAVAR.fullmatch(v) and _random(v))
 
 
 def _region_end(text: str, start: int, closer: str, *, word: bool = False) -> int:
@@ -223,11 +232,17 @@ def _cookies(text: str, low: str) -> Iterator[Span]:
 
 
 def _arg(text: str, pos: int, end: int) -> tuple[int, int] | None:
-    """The argument at ``pos`` (its content, without the quotes)."""
+    """The argument at ``pos`` (its content, without the quotes); an unquoted one less the
+    punctuation of the prose or shell around it (``-pPASS,`` ``user:pass;`` ``(curl -u a:b)``)."""
     a = _ARG.match(text, pos, end)
     if not a:
         return None
-    return (a.start("quoted"), a.end("quoted")) if a.group("q") else (a.start("plain"), a.end("plain"))
+    if a.group("q"):
+        return a.start("quoted"), a.end("quoted")
+    start, stop = a.start("plain"), a.end("plain")
+    while stop > start and (text[stop - 1] in ",;" or (text[stop - 1] == ")" and "(" not in text[start:stop])):
+        stop -= 1
+    return start, stop
 
 
 def _segment_end(text: str, start: int) -> int:
@@ -317,6 +332,8 @@ def _htpasswd(text: str, start: int, end: int) -> Iterator[Span]:
         span = (a.start("quoted"), a.end("quoted")) if a.group("q") else (a.start("plain"), a.end("plain"))
         word = text[span[0]:span[1]]
         if not args and word.startswith("-") and not a.group("q"):
+            if not re.fullmatch(r"-[A-Za-z]+", word):
+                return  # ``htpasswd -b) are ...``: prose, not a command line
             flags.append(word)
         else:
             args.append(span)

@@ -92,14 +92,18 @@ _HEADER = re.compile(
     rf"|{_MODIFIERS}(?:fn|fun|func|function|constructor|init)\b[^{{]*[(,]{_TAIL})")
 _PY_BLOCK = re.compile(r"[ \t]*(?:(?:el)?if[ \t]+\S.*|else|try|finally|except\b.*|(?:async[ \t]+)?(?:for|with)[ \t]+\S.*"
                        r"|while[ \t]+\S.*|match[ \t]+\S.*|case[ \t]+\S.*):[ \t]*(?:\#.*)?$")
+_MAX_DEPTH = 32  # type nesting (``X[Y[Z]]``, ``&&T``): deeper is no type
 _REF_TAIL = re.compile(r"(?:'\w+[ \t]+)?(?:mut[ \t]+)?")  # always matches (maybe empty)
 
 
 class _Parser:
-    """A type expression on ``text[pos:end]``; each method returns True and advances, or False."""
+    """A type expression on ``text[pos:end]``; each method returns True and advances, or False.
+    Nesting deeper than ``_MAX_DEPTH`` (``List[List[...`` 300 times) is no type: False, never a
+    ``RecursionError``."""
 
-    def __init__(self, text: str, pos: int, end: int) -> None:
+    def __init__(self, text: str, pos: int, end: int, depth: int = 0) -> None:
         self.text, self.pos, self.end = text, pos, end
+        self.depth = depth  # the nesting level of the current unit
         self.strong = False  # a known type name in it
         self.digits = False  # a type-shaped name with a digit (``X25519PublicKey``)
 
@@ -125,6 +129,15 @@ class _Parser:
                 return False
 
     def unit(self) -> bool:
+        if self.depth >= _MAX_DEPTH:
+            return False
+        self.depth += 1
+        try:
+            return self._unit()
+        finally:
+            self.depth -= 1
+
+    def _unit(self) -> bool:
         if self.peek("&"):  # a Rust reference: &str, &'a str, &mut T
             self.pos += 1
             m = _REF_TAIL.match(self.text, self.pos, self.end)
@@ -135,7 +148,7 @@ class _Parser:
             close = self.text.find(q, self.pos + 1, self.end)
             if close < 0:
                 return False
-            inner = _Parser(self.text, self.pos + 1, close)
+            inner = _Parser(self.text, self.pos + 1, close, self.depth)
             if not (inner.union() and inner.pos == close):
                 return False  # "Optional[Token]" counts, weak like any quoted type
             self.pos = close + 1

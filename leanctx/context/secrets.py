@@ -4,9 +4,11 @@ The log is immutable: a secret written into it cannot be taken out. File content
 output and search results pass through ``redact`` before anything is appended, archived or
 (unless the caller explicitly asks for raw content of a project file) sent to the agent.
 
-Three kinds of rules: provider formats (private key blocks, AWS, GitHub, OpenAI... tokens, URL
-passwords — ``psql "postgresql://u:p@h/db"``, ``git clone https://user:token@host/...`` — JWTs)
-wherever they occur; **credentials of HTTP headers, cookies and command lines**, the value only,
+Three kinds of rules: provider formats (private key blocks, AWS, GitHub, GitLab, OpenAI, Vault
+``hvs.``, Hugging Face ``hf_``, SendGrid, Stripe ``whsec_``, age, Google ``ya29.``... tokens, URL
+passwords — ``psql "postgresql://u:p@h/db"``, ``git clone https://user:token@host/...``,
+``redis://:pass@h``; not a placeholder: ``user:pass@``, ``<password>``, ``${PASS}`` — ``.netrc``
+``login u password X``, JWTs) wherever they occur; **credentials of HTTP headers, cookies and command lines**, the value only,
 its header or flag name (and a user name) kept (``leanctx.context.secret_headers`` has the exact
 rules): ``Authorization: Bearer|Basic|Token|<scheme> <credential>`` and ``Proxy-Authorization``
 (kinds ``auth_header``, ``basic_auth`` for ``Basic``), ``X-API-Key``, ``Api-Key``, ``X-Auth-Token``,
@@ -14,7 +16,7 @@ rules): ``Authorization: Bearer|Basic|Token|<scheme> <credential>`` and ``Proxy-
 ``Name:'value'``, JSON/YAML/dicts and raw dumps (``> Authorization: ...``), any case; the values
 of session cookies (``Cookie:``/``Set-Cookie:``/``curl -b``, a name holding ``sess``, ``token``,
 ``auth``, ``sid`` or ``jwt``: ``cookie``); ``curl -u/--user user:pass``, httpie ``-a user:pass``,
-``--password x``, ``--token x``, ``--api-key x``, ``mysql -pPASS``, ``sshpass -p x``, ``docker login
+``--password x``, ``--token x``, ``--api-key x`` (spaced: a value that looks generated), ``mysql -pPASS``, ``sshpass -p x``, ``docker login
 -p x``, ``htpasswd -b file user pass`` (``cli_password``). A header credential must look generated
 (8+ characters with a digit, mixed case or ``+/=``, not an identifier such as ``accessToken``), so
 placeholders (``Bearer $TOKEN``, ``${TOKEN}``, ``<token>``, f-string ``{token}``), variables
@@ -22,13 +24,17 @@ placeholders (``Bearer $TOKEN``, ``${TOKEN}``, ``<token>``, f-string ``{token}``
 count for those commands only (``sort -u``, ``ps -u root``, ``docker run -p 80:80``, ``ls -p``
 stay); and **assignments** whose name says the value is secret:
 the name must *end* with ``_KEY``, ``_TOKEN``, ``_SECRET``, ``PASSWORD``, ``PASSWD``,
-``PASSPHRASE``, ``_PWD``, ``APIKEY``... (any case), so ``PASSWORD_MIN_LENGTH = 8`` or
-``TOKEN_TTL`` are not secrets, followed by ``=``, ``:`` or ``:=`` (``.env``, ``export X=``,
+``PASSPHRASE``, ``_PWD``, ``APIKEY``... (any case), or camelCase ``Secret``, ``Token``,
+``AccessKey``, ``SecretKey``... (``clientSecret``, ``SecretAccessKey``, ``refreshToken``), or be
+``.npmrc``'s ``_auth`` (a camelCase name's value must look generated: a digit, mixed case,
+``+/=`` or 32+ characters, one word: ``UnexpectedToken: 'Unexpected token'`` stays), so ``PASSWORD_MIN_LENGTH = 8`` or ``TOKEN_TTL`` are not secrets (nor a
+Sphinx ``:param min_key:``, a path ``/etc/passwd:``, sudoers ``NOPASSWD:``), followed by ``=``, ``:`` or ``:=`` (``.env``, ``export X=``,
 YAML, JSON ``"password": "..."``, TOML/INI, code, ``--password=``, ``?api_key=``):
 
-- a **quoted** value (``'...'`` or ``"..."``, a ``b``/``r``/``u`` prefix allowed) is redacted
-  whole, whatever it holds (spaces, ``;``, ``,``, escaped quotes), up to its closing quote on
-  that line (an unclosed quote: to the end of the line);
+- a **quoted** value (``'...'`` or ``"..."``, a ``b``/``r``/``u`` prefix or Go ``[]byte(`` allowed)
+  is redacted whole, whatever it holds (spaces, ``;``, ``,``, escaped quotes), up to its closing
+  quote on that line (an unclosed quote: to the end of the line); a quote that closes a string
+  the name is in opens none (``prompt='Password: '``, ``print("Password:", x)``);
 - an **unquoted** value runs to the next whitespace (``ab;cd,ef`` is one value), less the
   closers of the syntax around it (``str,`` ``x)`` ``x"``); on a config line of any of these
   names (the name first on the line, after indentation, ``export`` or ``- ``), a value of
@@ -47,8 +53,17 @@ annotation goes through the assignment rule (``api_key: str = "sk-..."`` redacts
 value), except an unquoted default that is code reading the value from elsewhere (a name,
 attribute, call, subscript, ``lambda``: ``= Field(...)``, ``= settings.key``).
 
-Left alone (false positives are kept few, not absent: ``x_key = compute(key)`` or the constant
-``CACHE_KEY = "user:{id}"`` are still redacted): values under 4 characters (the whole value: a
+**Code** reading the value from elsewhere is kept (``leanctx.context.secret_code`` has the exact
+rule): an unquoted value that is a call or
+subscript of a name (``tokenizer.expect(``, ``getpass()``, ``headers["x"]``; not ``Xk29d(ab``,
+a password), starts with ``lambda``, ``await``, ``new``, ``not``, or is ``self.x``/``this.x``; a
+bare (dotted) name only where the line says code: a declaration (``const``, ``let``, ``var``,
+``my $``, ``final String``...), tuple unpacking (``user, passwd = creds``), ``self.x = y``, a
+keyword argument (``f(a, password=pw)``). ``PASSWORD=hunter2``, ``password = hunter2``,
+``API_TOKEN=abc.def.ghi`` hold no code signal and are redacted.
+
+Left alone (false positives are kept few, not absent: the constant ``CACHE_KEY = "user:{id}"``
+is still redacted): values under 4 characters (the whole value: a
 phrase counts whole, so ``sk with spaces`` is redacted although ``sk`` is short), placeholders
 (``${VAR}``, ``<your key>``, ``changeme``, ``xxxx``...), references (``os.environ[...]``,
 ``os.getenv(...)``, ``process.env.X``, ``$(cmd)``), f-strings and bracketed structures, a
@@ -67,7 +82,8 @@ from pathlib import PurePosixPath
 
 import msgspec
 
-from .secret_headers import redact_credentials
+from .secret_code import QuoteParity, code_value, no_assignment
+from .secret_headers import looks_generated, redact_credentials
 from .secret_types import Annotations
 
 REDACTED = "[REDACTED:{kind}]"
@@ -80,7 +96,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         r"(?:[\s\S]*?-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|[\s\S]*\Z)")),
     ("aws_access_key", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b")),
     ("github_token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b")),
-    ("gitlab_token", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}\b")),
+    ("gitlab_token", re.compile(r"\bgl(?:pat|cbt)-[A-Za-z0-9_-]{20,}\b")),
     ("anthropic_key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}\b")),
     ("openai_key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}\b")),
     ("slack_token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b")),
@@ -88,8 +104,19 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("google_api_key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")),
     ("npm_token", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b")),
     ("pypi_token", re.compile(r"\bpypi-[A-Za-z0-9_-]{50,}\b")),
+    ("vault_token", re.compile(r"\bhv[sb]\.[A-Za-z0-9_-]{24,}")),
+    ("huggingface_token", re.compile(r"\bhf_[A-Za-z0-9]{30,}\b")),
+    ("sendgrid_key", re.compile(r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}")),
+    ("stripe_key", re.compile(r"\bwhsec_[A-Za-z0-9]{24,}\b")),
+    ("age_key", re.compile(r"\bAGE-SECRET-KEY-1[0-9A-Z]{50,}\b")),
+    ("google_oauth_token", re.compile(r"\bya29\.[A-Za-z0-9_-]{20,}")),
     ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\b")),
-    ("url_password", re.compile(r"(?P<keep>://[^\s:/@]+:)[^\s@/]+(?=@)")),  # only the password goes
+    # only the password goes; the user may be empty (``redis://:pass@host``); a placeholder stays
+    ("url_password", re.compile(r"(?P<keep>://[^\s:/@]+:)[^\s@/]+(?=@)")),
+    ("url_password", re.compile(r"(?P<keep>://:)[^\s@/:]+(?=@)")),  # not ``cvs://:pserver:anon@``
+    # ``.netrc``: ``machine h login u password X``, on one line or several
+    ("netrc_password", re.compile(r"(?P<keep>(?<![\w-])(?:machine[ \t]+\S+|default)\s+login[ \t]+\S+\s+password[ \t]+)"
+                                  r"(?!(?:password|string|str)\b)[^\s#]+")),
 ]
 
 # KEY=value / KEY: value / "key": "value" where the name says it is a secret: it must END with
@@ -97,17 +124,27 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 # ``TOKEN_TTL`` name no secret.
 _SUFFIXES = ("_KEY|_TOKEN|_SECRET|SECRET_KEY|PASSWORD|PASSWD|PASSPHRASE|_PWD|API_KEY|APIKEY|ACCESS_KEY|PRIVATE_KEY"
              "|CLIENT_SECRET|AUTH_TOKEN")
+# camelCase names end so too (case-sensitive: ``clientSecret``, ``SecretAccessKey``, ``refreshToken``,
+# ``npmAuthToken``, ``secretKey``; not ``tokenSecretary``), and ``.npmrc`` has ``_auth`` (above:
+# ``:_auth=``; ``_authToken`` is camelCase)
+_CAMEL = (r"(?-i:(?<=[a-z0-9])(?:Secret|Password|Passwd|Token|ApiKey|AccessKey|SecretKey|PrivateKey|AuthToken)"
+          r"|(?<=secret|access)Key|(?<=private)Key)")
 _PHRASE_SUFFIXES = _SUFFIXES  # every secret name's value may be several words (``API_KEY: sk live words``)
+_CAMEL_IDENT = re.compile(r"[a-z]+(?:[A-Z][a-z]*)+")  # ``lastEventId``, ``tString``: a variable
+_UPPER_NAME = re.compile(rf"""(?:{_SUFFIXES})["']?$""", re.IGNORECASE)  # not only camelCase
 
 
 def _name(suffixes: str) -> str:
-    return rf"""(?P<name>\b[A-Za-z0-9_.-]*(?:{suffixes})\b["']?)(?P<sep>[ \t]*(?::=|[:=])[ \t]*)"""
+    # the name starts where a run of name characters does (a lookbehind, not ``\b``: from each
+    # ``\b`` inside a long run, ``a-b-c...``, the run would be scanned again: quadratic time)
+    return (rf"""(?P<name>(?<![\w.-])(?:[A-Za-z0-9_.-]*(?:{suffixes}|{_CAMEL})|(?-i:_auth))\b["']?)"""
+            r"""(?P<sep>[ \t]*(?::=|[:=])[ \t]*)""")
 
 
 _VALUE_SOURCE = r"""(?:
-        # quoted (a Python b/r/u prefix allowed): everything up to the closing quote on that line,
+        # quoted (a Python b/r/u prefix or a Go ``[]byte(`` allowed): everything up to the closing quote on that line,
         # backslash escapes skipped; a quote that is never closed runs to the end of the line
-        (?P<prefix>(?:br|rb|[bru])?)(?P<q>["'])(?P<quoted>(?:\\[^\n]|(?!(?P=q))[^\\\n])*)(?P<close>(?P=q)|$)
+        (?P<prefix>(?:br|rb|[bru]|\[\]byte\()?)(?P<q>["'])(?P<quoted>(?:\\[^\n]|(?!(?P=q))[^\\\n])*)(?P<close>(?P=q)|$)
         # unquoted: a <placeholder>, else up to whitespace; not an f-string (it is computed) nor a
         # bracketed structure (a tuple, list or dict holds its own quoted values)
       | (?P<value><[^<>\n]*>|(?![\"'`=(\[{]|f[r]?["']|rf["'])\S+)
@@ -121,6 +158,10 @@ _EXPRESSION = re.compile(r"(?:lambda|await|not)\b|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)
 # an unquoted value that reads the secret from elsewhere instead of holding it: ``os.environ[...]``,
 # ``os.getenv(...)``, ``process.env.X``, ``ENV[...]``, ``$(cmd)``, ``${VAR:-x}``
 _REFERENCE = re.compile(r"^(?:os\.(?:environ\b|getenv\()|process\.env\b|ENV\[|\$\(|\$\{)")
+# a URL password that is a documentation placeholder: ``https://user:pass@host``, ``[user:passwd@]``,
+# ``<password>`` (maybe HTML-escaped), ``${PASS}``, ``%s``, ``****``
+_URL_PLACEHOLDER = re.compile(r"(?:pass|passwd|password|pwd|secret|token|pass(?:word)?\]|x+|\*+|\.\.\.|%s|\$\{?\w+\}?"
+                              r"|\{\w*\}|<[^<>]*>?|&lt;.*?(?:&gt;)?|\\fI.*|\[REDACTED:\w+\])$", re.IGNORECASE)
 _OPEN, _CLOSE, _QUOTES = "([{", ")]}", "\"'`"
 # A config line (``.env``, YAML, INI, ``export``) of any secret name (a key, password, passphrase,
 # secret or token): an unquoted value of several words runs to the end of the line (before a `` #``
@@ -128,13 +169,13 @@ _OPEN, _CLOSE, _QUOTES = "([{", ")]}", "\"'`"
 # Python annotation; see ``_CODE`` for the rest) or prose (it ends with ``.`` ``;`` ``:`` ``,``:
 # ``password: The password of the URL.`` documents one).
 _CONFIG_LINE = re.compile(
-    r"""^(?P<lead>[ \t]*(?:export[ \t]+|-[ \t]+)?)""" + _name(_PHRASE_SUFFIXES)
+    r"""^(?P<lead>[ \t]*(?:export[ \t]+|-[ \t]+)?)(?!-)""" + _name(_PHRASE_SUFFIXES)
     + r"""(?P<value>[^\s()\[\]{}<>="'`|\#][^\n()\[\]{}<>="'`|]*?)(?P<trail>[ \t]+\#[^\n]*)?[ \t]*$""",
     re.IGNORECASE | re.VERBOSE | re.MULTILINE,
 )
 # several words that read as an expression, not a phrase: ``use_key = key is not None``,
 # ``cache_key = prefix + name``, ``sort_key = lambda x: x.name``, ``x_key = a if b else c``
-_CODE = re.compile(r"""\b(?:is[ \t]+not|not[ \t]+in|is[ \t]+None|None|True|False|lambda|await)\b
+_CODE = re.compile(r"""^(?:not|new|typeof)[ \t]|\b(?:is[ \t]+not|not[ \t]+in|is[ \t]+None|None|True|False|lambda|await)\b
                        |\bif\b.*\belse\b|[ \t](?:[+*/%]|&&)[ \t]""", re.VERBOSE)  # ``=``, ``<>``: never in a value
 # The minimum applies to the whole value: to the phrase on a config line (``sk with spaces tapir``
 # is a secret although ``sk`` alone is too short to be one).
@@ -169,8 +210,10 @@ def redact(text: str) -> Redacted:
     def sub(kind: str) -> Callable[[re.Match[str]], str]:
         def repl(m: re.Match[str]) -> str:
             nonlocal count
-            count += 1
             keep = m.groupdict().get("keep") or ""
+            if kind == "url_password" and _URL_PLACEHOLDER.match(m.group(0)[len(keep):]):
+                return m.group(0)
+            count += 1
             found.append(m.group(0)[len(keep):])
             if kind not in kinds:
                 kinds.append(kind)
@@ -188,7 +231,8 @@ def redact(text: str) -> Redacted:
         already redacted, or the variable of the same name passed on (a keyword argument)."""
         v = value.strip()
         return (len(v) < _MIN_VALUE or bool(_PLACEHOLDER.match(v)) or bool(_REFERENCE.match(v))
-                or v.startswith("[REDACTED:") or v.lower() == name.strip("\"'").rsplit(".", 1)[-1].lower())
+                or v.startswith("[REDACTED:")
+                or v.rsplit(".", 1)[-1].lower() == name.strip("\"'").rsplit(".", 1)[-1].lstrip("-").lower())
 
     def hide(value: str, kind: str = "assignment") -> str:
         nonlocal count
@@ -210,14 +254,21 @@ def redact(text: str) -> Redacted:
             return m.group(0)  # one word (the general rule below decides), prose or code
         return swap(m, "value", value)
 
-    def assign(m: re.Match[str], name: str, default: bool = False) -> str:
+    def assign(m: re.Match[str], name: str, default: bool = False, text: str = "") -> str:
         """``m`` (an ``_ASSIGN`` or ``_VALUE`` match) with its value redacted unless kept; a
-        ``default`` of a parameter may also be followed by the ``:`` closing its signature."""
+        ``default`` of a parameter may also be followed by the ``:`` closing its signature;
+        ``text``: the text ``m`` matched in (an unquoted value that reads as code in it stays)."""
+        # a camelCase name (``refreshToken``) is code's far more often than config's: its value
+        # must look generated (one word: a digit, mixed case, ``+/=`` or 32+ characters)
+        camel = not _UPPER_NAME.search(name) and name.strip("\"'") != "_auth"
         if m.group("q"):
             value = m.group("quoted")
-            return m.group(0) if keep(value, name) else swap(m, "quoted", value)
+            if keep(value, name) or (camel and not looks_generated(value)):
+                return m.group(0)
+            return swap(m, "quoted", value)
         value = _trim_closers(m.group("value"), ":" if default else "")
-        if keep(value, name) or (default and _EXPRESSION.match(value)):
+        if keep(value, name) or (default and _EXPRESSION.match(value)) or (text and code_value(text, m, value)) \
+                or (camel and (not looks_generated(value) or _CAMEL_IDENT.fullmatch(value))):
             return m.group(0)
         return swap(m, "value", value)
 
@@ -227,14 +278,19 @@ def redact(text: str) -> Redacted:
         out: list[str] = []
         pos = 0
         annotations = Annotations(text)
+        parity = QuoteParity(text)
         while m := _ASSIGN.search(text, pos):
             out.append(text[pos:m.start()])
             name, sep = m.group("name"), m.group("sep")
+            if (m.group("q") and parity.closes(m.start("q"))) or no_assignment(text, m):
+                out.append(text[m.start():m.end("sep")])  # ``prompt='Password: '``: no value
+                pos = m.end("sep")
+                continue
             end = (annotations.annotation_end(m.end("sep"), m.start("name"))
                    if sep.strip() == ":" and not name.endswith(("'", '"')) else None)
             if end is None:
                 walrus = ":=" in sep and not m.group("q")  # ``if token := next(it)``: code
-                out.append(m.group(0) if walrus else assign(m, name))
+                out.append(m.group(0) if walrus else assign(m, name, text=text))
                 pos = m.end()
                 continue
             out.append(text[m.start():end])

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import msgspec
 
+from ..archive import ArchiveInfo
 from ..context.secrets import redact
 from ..errors import InvalidInput
-from ..events.kinds.context import ArchiveCreated, SearchRan
+from ..events.kinds.context import SearchRan
+from .archives import record_archive
 from .budgets import consume
 from .bus import Command, CommandContext, handles
 
@@ -53,12 +55,8 @@ def record(ctx: CommandContext, cmd: RecordSearch) -> SearchRecorded:
     stream = f"search:{ctx.session_id or ctx.actor or 'anonymous'}"
     created = False
     if cmd.archive_id is not None:
-        astream = f"archive:{cmd.archive_id}"
-        if ctx.tx.stream_version(astream) == 0:
-            ctx.emit(astream, ArchiveCreated(archive_id=cmd.archive_id, source="search", sha256=cmd.archive_sha256 or "",
-                                             bytes=cmd.archive_bytes, lines=cmd.archive_lines,
-                                             tokens=cmd.archive_tokens))
-            created = True
+        created = record_archive(ctx, ArchiveInfo(cmd.archive_id, cmd.archive_sha256 or "", cmd.archive_bytes,
+                                                  cmd.archive_lines, cmd.archive_tokens, source="search"))
     ctx.emit(stream, SearchRan(query=q.text[:MAX_QUERY_CHARS], method=cmd.method, results=cmd.results, raw_tokens=cmd.raw_tokens,
                                sent_tokens=cmd.sent_tokens, archive_id=cmd.archive_id,
                                redactions=cmd.redactions + q.count, session_id=ctx.session_id,

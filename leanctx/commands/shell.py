@@ -24,16 +24,14 @@ be recognised): text that reaches the log cannot be taken out.
 
 from __future__ import annotations
 
-import re
-
 import msgspec
 
 from ..archive import ArchiveInfo
 from ..context.secrets import redact
 from ..errors import InvalidInput
-from ..events import NO_STREAM
-from ..events.kinds.context import ArchiveCreated, ArchiveExpanded, ShellRan
+from ..events.kinds.context import ArchiveExpanded, ShellRan
 from ..projections.budgets import BudgetState, budget_row, make_state
+from .archives import check_archive, check_archive_id, check_count, record_archive
 from .budgets import consume, enforce_budget
 from .bus import Command, CommandContext, handles
 
@@ -47,8 +45,6 @@ __all__ = [
     "stream_of",
 ]
 
-_ARCHIVE_ID = re.compile(r"^A[0-9a-f]{16}$")
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 MAX_COMMAND_CHARS = 2000
 MAX_SELECTOR_CHARS = 300
 
@@ -101,18 +97,7 @@ class Expanded(msgspec.Struct, frozen=True):
 
 
 def _count(value: int, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidInput("SHELL_INVALID_RECORD", f"{what} must be a non-negative whole number; got {value!r}")
-    return value
-
-
-def _check_archive(info: ArchiveInfo) -> None:
-    if not _ARCHIVE_ID.match(info.archive_id) or not _SHA256.match(info.sha256):
-        raise InvalidInput("ARCHIVE_INVALID_ID", f"{info.archive_id!r} is not an archive id (like A3f2a9c1b7e4d5f60)")
-    if not info.sha256.startswith(info.archive_id[1:]):
-        raise InvalidInput("ARCHIVE_INVALID_ID", f"archive {info.archive_id} does not match its sha256")
-    for what in ("bytes", "lines", "tokens"):
-        _count(getattr(info, what), f"archive {what}")
+    return check_count(value, what, "SHELL_INVALID_RECORD")
 
 
 def _consume(ctx: CommandContext, tokens: int, tool: str) -> BudgetState | None:
@@ -162,11 +147,8 @@ def record_shell(ctx: CommandContext, cmd: RecordShell) -> ShellRecorded:
     _check_cap_fields(cmd, archives)
     created = False
     for a in archives:
-        _check_archive(a)
-        stream = f"archive:{a.archive_id}"
-        if ctx.tx.stream_version(stream) == 0:
-            ctx.emit(stream, ArchiveCreated(archive_id=a.archive_id, source=a.source, sha256=a.sha256, bytes=a.bytes,
-                                            lines=a.lines, tokens=a.tokens), expected_version=NO_STREAM)
+        check_archive(a, "SHELL_INVALID_RECORD")
+        if record_archive(ctx, a):
             created = created or a is cmd.archive
     ctx.emit(
         stream_of(ctx),
@@ -199,8 +181,7 @@ def check_shell_budget(ctx: CommandContext, cmd: CheckShellBudget) -> BudgetStat
 
 @handles(ExpandArchive, emits=("archive.expanded", "budget.consumed"), result=Expanded)
 def expand_archive(ctx: CommandContext, cmd: ExpandArchive) -> Expanded:
-    if not _ARCHIVE_ID.match(cmd.archive_id):
-        raise InvalidInput("ARCHIVE_INVALID_ID", f"{cmd.archive_id!r} is not an archive id (like A3f2a9c1b7e4d5f60)")
+    check_archive_id(cmd.archive_id)
     _count(cmd.sent_tokens, "sent_tokens")
     enforce_budget(ctx)
     ctx.emit(

@@ -21,17 +21,11 @@ caller's encoding), all of the archived text itself.
 
 from __future__ import annotations
 
-import re
-
 import msgspec
 
-from ..errors import InvalidInput
-from ..events import NO_STREAM
-from ..events.kinds.context import ArchiveCreated
+from ..archive import ArchiveInfo
+from .archives import check_archive, record_archive
 from .bus import Command, CommandContext, handles
-
-_ARCHIVE_ID = re.compile(r"^A[0-9a-f]{16}$")
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
 class RecordTree(Command, frozen=True):
@@ -47,22 +41,8 @@ class TreeRecorded(msgspec.Struct, frozen=True):
     archive_created: bool  # False: the log already knew this archive
 
 
-def _count(value: int, what: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidInput("TREE_INVALID_RECORD", f"{what} must be a non-negative whole number; got {value!r}")
-
-
 @handles(RecordTree, emits=("archive.created",), result=TreeRecorded)
 def record(ctx: CommandContext, cmd: RecordTree) -> TreeRecorded:
-    if not _ARCHIVE_ID.match(cmd.archive_id):
-        raise InvalidInput("ARCHIVE_INVALID_ID", f"{cmd.archive_id!r} is not an archive id (like A3f2a9c1b7e4d5f60)")
-    if not _SHA256.match(cmd.sha256) or not cmd.sha256.startswith(cmd.archive_id[1:]):
-        raise InvalidInput("ARCHIVE_INVALID_ID", f"archive {cmd.archive_id} does not match its sha256")
-    for what in ("bytes", "lines", "tokens"):
-        _count(getattr(cmd, what), what)
-    stream = f"archive:{cmd.archive_id}"
-    if ctx.tx.stream_version(stream) != 0:
-        return TreeRecorded(archive_created=False)
-    ctx.emit(stream, ArchiveCreated(archive_id=cmd.archive_id, source="tree", sha256=cmd.sha256, bytes=cmd.bytes,
-                                    lines=cmd.lines, tokens=cmd.tokens), expected_version=NO_STREAM)
-    return TreeRecorded(archive_created=True)
+    info = ArchiveInfo(cmd.archive_id, cmd.sha256, cmd.bytes, cmd.lines, cmd.tokens, source="tree")
+    check_archive(info, "TREE_INVALID_RECORD")
+    return TreeRecorded(archive_created=record_archive(ctx, info))

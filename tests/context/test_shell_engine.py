@@ -489,7 +489,7 @@ def test_pnpm_install_keeps_what_it_added_and_drops_the_store_location() -> None
     assert {"Packages: +7", "+ pkg-0 1.0.0", "+ pkg-4 1.4.0"} <= set(c.must_keep)
     for gone in ("store is at", "hard linked", "+++++++", "Progress:", "Done in"):
         assert gone not in c.text
-    assert "[… 7 lines omitted (npm notices) · expand {archive}]" in c.text
+    assert "[… 7 lines omitted (install log) · expand {archive}]" in c.text
     again = compress("pnpm install", "Already up to date\nDone in 2ms using pnpm v10.4.1\n", "", 0)
     assert "Already up to date" in again.text  # the result of a repeat install, never noise
 

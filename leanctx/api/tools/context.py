@@ -266,7 +266,8 @@ class ExpandArgs(_Args):
 
 
 @tool("ctx_expand", category="core", args=ExpandArgs, description="""
-Show archived output left out of an answer ("expand ID"): whole, head, tail, lines or grep.""")
+Show archived output left out of an answer: whole, head, tail, lines or grep. A notice's
+"lean-ctx expand ID --lines A-B" is ctx_expand(archive_id=ID, lines="A-B").""")
 def ctx_expand(lc: Any, caller: Caller, a: ExpandArgs) -> dict[str, Any]:
     from ...ops.shell import expand
 

@@ -49,7 +49,7 @@ def npm(b: Builder, ctx: Ctx) -> None:
         b.release(i)  # the generic pass takes "Done in 0.1s" for a summary: it states no result
     if sub in {"install", "update", "uninstall", "remove", "ci", "add", "audit", "outdated", "dedupe"}:
         _install(b)
-        b.omit(timing, "npm notices", inline=False)
+        b.omit(timing, "install log", inline=False)
         return
     # npm test / npm run X / pnpm test: the script echo tells what ran
     inner = ""
@@ -97,7 +97,9 @@ def _install(b: Builder) -> None:
     _yarn_lists(b)
     if deprecated:
         b.represent([i for i, _ in deprecated], "deprecated: " + ", ".join(p for _, p in deprecated))
-    b.omit(noise, "npm notices", inline=False)
+    # progress, store locations, banners and npm's update notices: the log of the install, not
+    # its result (one reason for all, so the footer marker stays one short line)
+    b.omit(noise, "install log", inline=False)
 
 
 def _yarn_lists(b: Builder) -> None:

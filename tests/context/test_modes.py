@@ -172,3 +172,19 @@ def test_task_mode_finds_an_exact_identifier_among_its_siblings() -> None:
     assert "def func_77(x):" in r.text
     first = next(ln for ln in r.text.splitlines() if "def func_" in ln)
     assert "func_77" in first  # ranked first, not drowned by func_0..func_20
+
+
+@pytest.mark.parametrize("line", ["continue", "break", "return", "else:", "try:", "finally:", "default:",
+                                  "} else {", "break;", "return;", "x = 0", "i++;"])
+def test_entropy_never_drops_control_flow_or_short_statements(line: str) -> None:
+    """Dropping ``continue`` (or ``else:``, ``x = 0``) would show other code than the file holds."""
+    text = f"def f(xs):\n    for x in xs:\n        if x < 0:\n            {line}\n        out(x)\n"
+    r = read("a.py", text, "entropy")
+    assert f"            {line}" in r.text.splitlines()
+
+
+def test_entropy_still_drops_closers_and_rulers_in_code() -> None:
+    text = "fn main() {\n    go();\n    // ========\n}\n#endif\n"
+    r = read("a.rs", text, "entropy")
+    body = r.text.splitlines()[:-1]
+    assert body == ["fn main() {", "    go();"]

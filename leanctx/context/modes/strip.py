@@ -118,9 +118,14 @@ def render_aggressive(path: str, text: str, language: str) -> Rendered:
 
 
 _PUNCT_ONLY = re.compile(r"^[\s{}()\[\];,]*$")
+# Lines that only close a block (the indentation of what follows still shows the structure) or
+# do nothing. Lines that change control flow are never among them: dropping ``continue``,
+# ``break``, ``return``, ``else:``, ``try:`` or ``finally:`` would show different code (the lines
+# after an ``else:`` would read as the ``if``'s body).
 _END_WORDS = {"end", "fi", "done", "esac", "endif", "endfor", "endwhile", "end;", "pass", "}", "...",
-              "break;", "continue;", "break", "continue", "else:", "else {", "} else {", "try:", "finally:",
-              "return;", "return", "default:", "#endif", "@end"}
+              "#endif", "@end"}
+_LETTER = re.compile(r"[^\W\d_]")
+_PROSE = {"text", "markdown"}
 
 
 def _entropy(s: str) -> float:
@@ -130,7 +135,8 @@ def _entropy(s: str) -> float:
 
 
 def render_entropy(path: str, text: str, language: str, repeat_limit: int = 2, min_bits: float = 2.0) -> Rendered:
-    """Drop blank lines, lone punctuation/closers, trivial keywords, low-entropy and repeated lines."""
+    """Drop blank lines, lone punctuation/closers, block-closing keywords, low-entropy and repeated lines
+    (never a line that changes control flow, nor, in code, a short statement)."""
     lines = source_lines(text)
     n = len(lines)
     seen: Counter[str] = Counter()
@@ -152,7 +158,9 @@ def render_entropy(path: str, text: str, language: str, repeat_limit: int = 2, m
             if seen[s] > repeat_limit:
                 reasons["repeated"] += 1
                 continue
-        if len(s) >= 3 and _entropy(s) < min_bits:
+        # low entropy: rulers and fills (``====``, ``0000``); in code, a line with a name in it
+        # (``x = 0``) is a statement, never dropped for being short
+        if len(s) >= 3 and _entropy(s) < min_bits and (language in _PROSE or not _LETTER.search(s)):
             reasons["low-entropy"] += 1
             continue
         kept.append(ln.rstrip())

@@ -342,3 +342,19 @@ def test_git_log_with_stats_omits_older_commits_whole_under_one_marker(long_hist
     assert "[… " in c.text and "(2 older commits)" in c.text
     assert "commit number 1\n" not in c.text + "\n" and "init" not in c.text
     _accounted(c)
+
+
+def test_git_log_stat_writes_an_empty_files_row_compactly(tmp_path: Path) -> None:
+    """``empty.py | 0`` (no bar) is a stat row like the others: path and count, no padding."""
+    repo = tmp_path / "r"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    _commit(repo, "a_rather_long_file_name.txt", "hi\n", "first")
+    _commit(repo, "empty.py", "", "add an empty module")
+    raw = _git(repo, "log", "--stat")
+    assert re.search(r"^ empty\.py\s+\| 0$", raw, re.M)  # what git prints
+    c = compress("git log --stat", raw, "", 0)
+    assert " empty.py 0" in c.text.splitlines()
+    assert "empty.py" in c.must_keep
+    assert not re.search(r"empty\.py\s{2,}", c.text)
+    _accounted(c)

@@ -333,7 +333,7 @@ _TRANSFER_NOISE = re.compile(
     r"Checking connectivity|Updating files|Filtering content)"
 )
 _REF = re.compile(r"^\s+(?:[+*!=-] )?\s*(\S+\.\.\.?\S+|\[new (?:branch|tag|ref)\]|\[deleted\]|\[up to date\]|\[rejected\]|branch|tag)\s+(\S+)\s+->\s+(\S+)")
-_STAT = re.compile(r"^ (\S.*?)\s+\|\s+(\d+ [+-]*|Bin .*)$")
+_STAT = re.compile(r"^ (\S.*?)\s+\|\s+(\d+(?: [+-]*)?|Bin .*)$")  # "| 0": an empty file, no bar
 _MODE = re.compile(r"^ (create|delete|rename|copy) mode (?:(\d+) )?(.+)$")
 
 

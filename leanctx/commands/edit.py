@@ -163,7 +163,8 @@ def edit(ctx: CommandContext, cmd: EditFile) -> EditResult:
         raise CommandError(
             "EDIT_NOT_READ",
             f"you ({agent}) have not read {path} through lean-ctx, so this edit would change a version you never saw;"
-            f" read it first (lean-ctx read {path}), or pass --allow-unread",
+            f" read it first (ctx_read, or lean-ctx read {path}), or allow it (allow_unread=true, or"
+            " --allow-unread)",
             path=path, current_hash=before,
         )
     if seen is not None and seen.sha256 != before:

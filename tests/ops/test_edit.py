@@ -132,7 +132,8 @@ def test_an_unread_file_is_refused_unless_allowed(lc: LeanCtx, root: Path) -> No
     f = root / "src" / "app.py"
     before = f.read_bytes()
     e = refused(lc, root, "A", "src/app.py", "return 1", "return 2", "EDIT_NOT_READ")
-    assert "--allow-unread" in e.message and e.details["stuck_deposited"] is True
+    assert "--allow-unread" in e.message and "allow_unread=true" in e.message and "ctx_read" in e.message
+    assert e.details["stuck_deposited"] is True
     assert f.read_bytes() == before
     assert stuck(lc) == [("A", "src/app.py")]
     (call,) = [c for c in kinds(lc, "tool.called") if c.data().command == "file.edit"]

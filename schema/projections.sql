@@ -18,7 +18,7 @@ CREATE TABLE IF NOT EXISTS channel_messages ( channel TEXT NOT NULL, seq INTEGER
 CREATE TABLE IF NOT EXISTS channel_cursors ( agent TEXT NOT NULL, channel TEXT NOT NULL, seq INTEGER NOT NULL, position INTEGER NOT NULL, ts TEXT NOT NULL, PRIMARY KEY (agent, channel) );
 CREATE INDEX IF NOT EXISTS channel_messages_recipient ON channel_messages (channel, recipient, seq);
 
--- projection deliveries v1 (strong); folds: file.read
+-- projection deliveries v2 (strong); folds: file.read, session.context_lost
 CREATE TABLE IF NOT EXISTS deliveries ( project TEXT NOT NULL, agent TEXT NOT NULL, session TEXT NOT NULL, path TEXT NOT NULL, mode TEXT NOT NULL, content_hash TEXT NOT NULL, position INTEGER NOT NULL, ts TEXT NOT NULL, PRIMARY KEY (project, agent, session, path, mode) );
 CREATE TABLE IF NOT EXISTS delivery_latest ( project TEXT NOT NULL, agent TEXT NOT NULL, session TEXT NOT NULL, path TEXT NOT NULL, mode TEXT NOT NULL, content_hash TEXT NOT NULL, position INTEGER NOT NULL, ts TEXT NOT NULL, PRIMARY KEY (project, agent, session, path) );
 CREATE TABLE IF NOT EXISTS delivery_refs ( project TEXT NOT NULL, session TEXT NOT NULL, path TEXT NOT NULL, ref INTEGER NOT NULL, position INTEGER NOT NULL, PRIMARY KEY (project, session, path) );
@@ -49,7 +49,7 @@ CREATE TABLE IF NOT EXISTS path_locks ( workspace TEXT NOT NULL, path TEXT NOT N
 CREATE INDEX IF NOT EXISTS path_locks_path ON path_locks (path, workspace);
 CREATE INDEX IF NOT EXISTS path_locks_expiry ON path_locks (expires_at);
 
--- projection savings v3 (eventual); folds: archive.created, archive.expanded, file.edited, file.read, search.ran, shell.ran
+-- projection savings v4 (eventual); folds: archive.created, archive.expanded, file.edited, file.read, search.ran, shell.ran
 CREATE TABLE IF NOT EXISTS savings_calls ( position INTEGER PRIMARY KEY, ts TEXT NOT NULL, day TEXT NOT NULL, agent TEXT NOT NULL, session TEXT NOT NULL, call_index INTEGER NOT NULL, tool TEXT NOT NULL, kind TEXT NOT NULL, mode TEXT, family TEXT, ext TEXT, path TEXT, raw_tokens INTEGER NOT NULL, baseline_tokens INTEGER NOT NULL, sent_tokens INTEGER NOT NULL, bounced INTEGER NOT NULL DEFAULT 0, wasted_tokens INTEGER NOT NULL DEFAULT 0, expansion INTEGER NOT NULL DEFAULT 0, encoding TEXT, deferred_tokens INTEGER NOT NULL DEFAULT 0 );
 CREATE TABLE IF NOT EXISTS savings_conversations ( agent TEXT NOT NULL, session TEXT NOT NULL, calls INTEGER NOT NULL, last_call TEXT NOT NULL, PRIMARY KEY (agent, session) );
 CREATE TABLE IF NOT EXISTS savings_pending ( position INTEGER PRIMARY KEY, agent TEXT NOT NULL, session TEXT NOT NULL, path TEXT NOT NULL, content_hash TEXT NOT NULL, call_index INTEGER NOT NULL );

@@ -1,4 +1,5 @@
-"""Session commands: set the task (step i/n), note findings and decisions, save, load, reset.
+"""Session commands: set the task (step i/n), note findings and decisions, save, load, reset,
+and mark the conversation's context lost (compaction: no stubs for what it was sent before).
 
 The session is the caller's conversation (``ctx.session_id``); a caller without one (the CLI
 without ``$LEAN_CTX_SESSION_ID``) works in ``default-<agent_id>``. Events go to the stream
@@ -13,6 +14,7 @@ import msgspec
 
 from ..errors import CommandError, InvalidInput
 from ..events.kinds.session import (
+    SessionContextLost,
     SessionLoaded,
     SessionNoted,
     SessionReset,
@@ -148,3 +150,27 @@ def reset(ctx: CommandContext, cmd: ResetSession) -> SessionAck:
     sid = session_of(me, ctx.session_id)
     ctx.emit(stream_of(sid), SessionReset(session_id=sid, agent_id=me))
     return SessionAck(sid, me, "reset", ctx.ts)
+
+
+CONTEXT_LOSS_REASONS = ("compaction", "precompact")
+
+
+class MarkContextLost(Command, frozen=True):
+    """The caller's conversation no longer holds what it was sent (see ``SessionContextLost``)."""
+
+    name = "session.context_lost"
+    reason: str = "compaction"
+    call: int | None = None
+
+
+@handles(MarkContextLost, emits=("session.context_lost",), result=SessionAck)
+def mark_context_lost(ctx: CommandContext, cmd: MarkContextLost) -> SessionAck:
+    me = _agent(ctx)
+    sid = session_of(me, ctx.session_id)
+    if cmd.reason not in CONTEXT_LOSS_REASONS:
+        raise InvalidInput("SESSION_INVALID_REASON",
+                           f"a context loss is one of {', '.join(CONTEXT_LOSS_REASONS)}, not {cmd.reason!r}")
+    if cmd.call is not None and (isinstance(cmd.call, bool) or cmd.call < 1):
+        raise InvalidInput("SESSION_INVALID_CALL", f"a call number is 1 or more, not {cmd.call!r}")
+    ctx.emit(stream_of(sid), SessionContextLost(session_id=sid, agent_id=me, reason=cmd.reason, call=cmd.call))
+    return SessionAck(sid, me, "context_lost", ctx.ts, cmd.reason)

@@ -1,6 +1,8 @@
 """Deliveries: what each conversation has already received of each file (strong).
 
-Folded from ``file.read`` events. A *conversation* is an agent id together with a session id;
+Folded from ``file.read`` events; ``session.context_lost`` (the conversation's client compacted
+or reset its context) forgets what that conversation received, so it is sent content, never a
+stub, for anything it had before (its ``F`` references stay: they name paths). A *conversation* is an agent id together with a session id;
 events without both (the CLI without ``--session``, a caller without an agent) are not folded
 here, so such a reader never has anything on record and never receives an "unchanged" stub.
 
@@ -22,6 +24,7 @@ import msgspec
 
 from ..events import StoredEvent
 from ..events.kinds.context import FileRead
+from ..events.kinds.session import SessionContextLost
 from .base import Projection
 
 
@@ -34,8 +37,8 @@ class Delivery(msgspec.Struct, frozen=True):
 
 class Deliveries(Projection):
     name = "deliveries"
-    version = 1
-    kinds = frozenset({"file.read"})
+    version = 2
+    kinds = frozenset({"file.read", "session.context_lost"})
     tables = {
         "deliveries": """CREATE TABLE IF NOT EXISTS deliveries (
             project      TEXT NOT NULL,
@@ -72,6 +75,11 @@ class Deliveries(Projection):
 
     def apply(self, conn: Any, event: StoredEvent) -> None:
         ev = event.data()
+        if isinstance(ev, SessionContextLost):
+            for table in ("deliveries", "delivery_latest"):
+                conn.execute(f"DELETE FROM {table} WHERE project = ? AND agent = ? AND session = ?",
+                             (event.project or "", ev.agent_id, ev.session_id))
+            return
         if not isinstance(ev, FileRead):
             return
         project = event.project or ""

@@ -51,3 +51,17 @@ class SessionReset(Event, tag="session.reset"):
 
     session_id: str
     agent_id: str
+
+
+class SessionContextLost(Event, tag="session.context_lost"):
+    """The conversation lost what it had been sent: its client compacted or reset its context
+    (``reason``: ``compaction`` when the MCP server saw the client's call counter lag, see
+    ``leanctx.resume.compaction_gap``; ``precompact`` from the PreCompact hook). From here on no
+    read of the conversation is answered with an "unchanged" stub for content sent before, and
+    ``diff`` has no base: the deliveries projection forgets what the conversation received.
+    ``call`` is the conversation's call number where the loss was seen (MCP), if known."""
+
+    session_id: str
+    agent_id: str
+    reason: str
+    call: int | None = None

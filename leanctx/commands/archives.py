@@ -1,7 +1,7 @@
 """Recording archives: the checks on an archive's identity and counts, and its
 ``archive.created`` event, emitted the first time the log hears of it (archives are
 content-addressed: the same text archived again is the same archive, on the same stream).
-Shared by the commands whose answers keep text out in an archive (shell, search, tree)."""
+Shared by the commands whose answers keep text out in an archive (read, shell, search, tree)."""
 
 from __future__ import annotations
 

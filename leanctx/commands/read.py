@@ -19,7 +19,14 @@ file outside the write transaction; this handler runs inside it and decides, exa
 - **the cap.** Answers are capped together at ``cap_tokens`` (default 20,000, well under the
   25,000 clients accept): past it the rest of a view is left out, the whole view is in an
   archive (written by the operation beforehand, redacted), and the answer says how many lines
-  were sent and where the rest is (``archive.created``).
+  were sent and where the rest is. ``archive.created`` is emitted the first time the log hears
+  of that archive (``leanctx.commands.archives.record_archive``, as shell, search and tree do):
+  archives are content-addressed, so a later capped read of the same view, by any agent or
+  session, names the same archive and emits nothing more. An archive that is not one (id
+  shape, sha256, counts: ``check_archive``) refuses the call with ``READ_INVALID_RECORD``.
+  The composition of each answer
+  (header, exact token count, head of a capped view, cap notice) is in
+  ``leanctx.commands.read_compose``.
 - **scent and budget.** Another agent's active claim is noted inline (``[scent: claimed by
   cursor-dev-1, 4m ago]``); every read deposits HOT on the file, and a full read that is a
   *bounce* (a non-stub compressed read of the same path and content in this conversation at most 3
@@ -36,13 +43,12 @@ text it sends (not in the rest of the file).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 import msgspec
 
 from ..archive import ArchiveInfo, ArchiveStore
 from ..errors import InvalidInput
-from ..events.kinds.context import ArchiveCreated, FileRead
+from ..events.kinds.context import FileRead
 from ..projections.budgets import make_state
 from ..projections.deliveries import (
     last_delivery,
@@ -50,9 +56,11 @@ from ..projections.deliveries import (
     next_ref_number,
     ref_for,
 )
+from .archives import check_archive, record_archive
 from .budgets import consume, enforce_budget
 from .bus import Command, CommandContext, handles
-from .read_rules import DIFF_BASE_MODES, holds_whole, is_bounce, secrets_sent
+from .read_compose import compose, count_tokens, cut_lines, redact_keeping_lines
+from .read_rules import DIFF_BASE_MODES, holds_whole, is_bounce
 from .scent import claim_note, emit_deposit
 
 __all__ = [
@@ -66,6 +74,8 @@ __all__ = [
     "ReadFile",
     "ReadView",
     "RecordRead",
+    "check_cap",
+    "cut_lines",
     "redact_keeping_lines",
     "stub_eligible",
     "stub_text",
@@ -139,23 +149,6 @@ class ReadAnswer(msgspec.Struct, frozen=True):
     reason: str | None = None
 
 
-def redact_keeping_lines(text: str) -> tuple[str, int]:
-    """``redact(text)`` with the line structure kept, by the same rules as shell and search
-    (``leanctx.ops.files.redact_text``): a private key block becomes ``[REDACTED:private_key]``
-    followed by as many newlines as it spanned, and a block with no END line is redacted to the
-    end of the text, so line numbers still match the file. Returns (text, number of redactions)."""
-    from ..ops.files import redact_text  # imported on first use, like the tokenizer
-
-    return redact_text(text)
-
-
-def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:
-    """The tokenizer count (imported on first use: importing commands must not load tiktoken)."""
-    from ..context.tokens import count_tokens as count
-
-    return count(text, encoding)
-
-
 def stub_eligible(mode: str) -> bool:
     """Modes whose key says everything about the rendering (``task:<digest of its text>``)."""
     return mode in _STUB_MODES or bool(_LINES_KEY.match(mode))
@@ -178,41 +171,6 @@ def stub_text(head: str, lines: int) -> str:
     return f"{head} [unchanged {lines} line{'' if lines == 1 else 's'} · fresh=true to re-read]"
 
 
-def _with_count(make: Callable[[int], str], rest: str, encoding: str) -> tuple[str, int]:
-    """``make(n) + rest`` where ``n`` is the token count of the whole text (a fixed point)."""
-    r = count_tokens(rest, encoding)
-    n = r + count_tokens(make(r + 20), encoding)  # usually exact: one more count confirms it
-    text = ""
-    for _ in range(6):
-        text = make(n) + rest
-        m = count_tokens(text, encoding)
-        if m == n:
-            return text, n
-        n = m
-    return text, count_tokens(text, encoding)
-
-
-def _header(head: str, label: str, lines: int, extras: list[str]) -> Callable[[int], str]:
-    def make(n: int) -> str:
-        parts = [label, f"{lines} line{'' if lines == 1 else 's'}", f"{n:,} tokens", *extras]
-        return f"{head} [{' · '.join(parts)}]"
-
-    return make
-
-
-def cut_lines(cum: list[int], budget: int, limit: int | None = None) -> int:
-    """How many leading lines (at most ``limit``) fit in ``budget`` tokens (``cum[i]`` = tokens of
-    lines 0..i)."""
-    lo, hi = 0, len(cum) if limit is None else limit
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if cum[mid - 1] <= budget:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
 class _Answer(msgspec.Struct):
     f: ReadFile
     view: ReadView
@@ -225,88 +183,6 @@ class _Answer(msgspec.Struct):
     scent: str | None
     warning: str | None = None
     deferred: int | None = None  # a capped answer: tokens of the view left in the archive
-
-
-def _compose(cmd: RecordRead, f: ReadFile, view: ReadView, head: str, scent: str | None,
-             remaining: int, archives: ArchiveStore | None) -> tuple[str, int, bool, ArchiveInfo | None, int | None]:
-    """The answer for one file: (text, tokens, capped, archive, deferred tokens when capped)."""
-    enc = cmd.encoding
-    base: list[str] = [view.detail] if view.detail else []
-
-    def extras(sent: str) -> list[str]:
-        if cmd.raw:
-            return [*base, "raw"]
-        k = secrets_sent(sent, f.redactions)  # in the text sent, not in the rest of the file
-        return [*base, f"{k} secret{'s' if k != 1 else ''} redacted"] if k else base
-
-    tail = [*view.notes, *([scent] if scent else [])]
-    body = view.body.removesuffix("\n")
-    rest = "\n" + body if body else ""
-    if tail:
-        rest += "\n" + "\n".join(tail)
-    text, n = _with_count(_header(head, view.label, f.lines, extras(body)), rest, enc)
-    if n <= remaining:
-        return text, n, False, None, None
-    # past the cap: send the head of the view, the whole view is in the archive
-    info = view.archive
-    if info is None:  # the operation did not foresee it (cannot happen with its conservative pass)
-        if archives is None:
-            raise InvalidInput("READ_CAP_NO_ARCHIVE", "the answer is past the cap and no archive is configured")
-        aid, digest, _ = archives.put(redact_keeping_lines(view.body)[0] if cmd.raw else view.body)
-        info = ArchiveInfo(aid, digest, len(view.body.encode("utf-8", "surrogatepass")),
-                           len(body.split("\n")) if body else 0, view.tokens, source="read")
-    body_lines = body.split("\n") if body else []
-    cum = view.cum
-    if cum is None or len(cum) != len(body_lines):
-        from ..context.tokens import cumulative_tokens
-
-        cum = cumulative_tokens([ln + "\n" for ln in body_lines], enc)  # as the operation computes it
-    total = len(body_lines)
-
-    def build(k: int, chars: int = 0) -> tuple[str, int]:
-        aid = info.archive_id
-        rest_tokens = max(0, view.tokens - (cum[k - 1] if k else 0))
-        if chars:  # line k + 1 alone did not fit: its first characters are sent
-            line = body_lines[k]
-            step = min(len(line), 2 * chars)
-            notice = (f"[capped at {cmd.cap_tokens:,} tokens: {'lines 1-' + str(k) + ' and ' if k else ''}"
-                      f"characters 1-{chars:,} of line {k + 1} ({len(line):,} characters) of the {total}-line view"
-                      f" sent · the view (~{rest_tokens:,} tokens) is archived as {aid} · next: lean-ctx expand"
-                      f" {aid} --lines '{k + 1}[{chars + 1}-{step}]'"
-                      + (f", then --lines {k + 2}-{total}]" if k + 1 < total else "]"))
-        elif k:
-            notice = (f"[capped at {cmd.cap_tokens:,} tokens: lines 1-{k} of the {total}-line view sent · lines"
-                      f" {k + 1}-{total} (~{rest_tokens:,} tokens) archived as {aid} · lean-ctx expand {aid}"
-                      f" --lines {k + 1}-{total}]")
-        else:
-            notice = (f"[capped at {cmd.cap_tokens:,} tokens: not sent · the {total}-line view"
-                      f" (~{rest_tokens:,} tokens) is archived as {aid} · lean-ctx expand {aid} --lines 1-{total}]")
-        part = "\n".join([*body_lines[:k], *([body_lines[k][:chars]] if chars else [])])
-        r = ("\n" + part if part else "") + "\n" + notice
-        if tail:
-            r += "\n" + "\n".join(tail)
-        return _with_count(_header(head, view.label, f.lines, [*extras(part), "capped"]), r, enc)
-
-    overhead = count_tokens(build(0)[0], enc)
-    budget = max(0, remaining - overhead)
-    k = cut_lines(cum, budget)
-    chars = 0
-    if k < total and (cum[k - 1] if k else 0) < budget // 2 and body_lines[k]:
-        # the next line alone is long (a minified file): send what fits of it, cut by characters
-        from ..ops.cap import char_prefix
-
-        room = budget - (cum[k - 1] if k else 0) - 80  # the longer notice
-        chars = min(len(body_lines[k]) - 1, char_prefix(body_lines[k], max(0, room), enc))
-        chars = max(chars, 0)
-    text, n = build(k, chars)
-    while n > remaining and chars:  # the estimate was short: fewer characters
-        chars = max(0, chars - max(64, (n - remaining) * 8))
-        text, n = build(k, chars)
-    while n > remaining and k > 0:  # the estimate was short: step back
-        k = cut_lines(cum, max(0, (cum[k - 1] if k else 0) - (n - remaining) - 1))
-        text, n = build(k)
-    sent_tokens = (cum[k - 1] if k else 0) + (count_tokens(body_lines[k][:chars], enc) if chars else 0)
-    return text, n, True, info, max(0, view.tokens - sent_tokens)
 
 
 def _diff_refused(ctx: CommandContext, path: str, base: str) -> str | None:
@@ -368,9 +244,11 @@ def record(ctx: CommandContext, cmd: RecordRead) -> list[ReadAnswer]:
             n = count_tokens(text, cmd.encoding)
             done.append(_Answer(f, view, text, n, ref, True, False, None, scent))
         else:
-            text, n, capped, info, deferred = _compose(cmd, f, view, head, scent, allowed, archives)
-            done.append(_Answer(f, view, text, n, ref, False, capped, info, scent, deferred=deferred))
-        remaining = max(0, remaining - n)
+            c = compose(cmd, f, view, head, scent, allowed, archives)
+            if c.archive is not None:  # the operation's archive, recorded as given: it must be one
+                check_archive(c.archive, "READ_INVALID_RECORD")
+            done.append(_Answer(f, view, c.text, c.tokens, ref, False, c.capped, c.archive, scent, deferred=c.deferred))
+        remaining = max(0, remaining - done[-1].tokens)
 
     total = sum(a.tokens for a in done)
     if agent and budget.limit:
@@ -398,6 +276,7 @@ def record(ctx: CommandContext, cmd: RecordRead) -> list[ReadAnswer]:
             compressed = {c for c in compressed if c[0] != a.f.path}
 
     out: list[ReadAnswer] = []
+    recorded: set[str] = set()  # archives of this call (emits are written when the handler returns)
     for a in done:
         f = a.f
         ctx.emit(
@@ -409,11 +288,9 @@ def record(ctx: CommandContext, cmd: RecordRead) -> list[ReadAnswer]:
                      view_tokens=a.view.tokens if a.capped else None, deferred_tokens=a.deferred if a.capped else None,
                      plain_tokens=a.view.tokens if a.view.mode.startswith("lines:") and not a.stub else None),
         )
-        if a.archive is not None:
-            ai = a.archive
-            ctx.emit(f"archive:{ai.archive_id}", ArchiveCreated(archive_id=ai.archive_id, source=ai.source,
-                                                                sha256=ai.sha256, bytes=ai.bytes, lines=ai.lines,
-                                                                tokens=ai.tokens))
+        if a.archive is not None and a.archive.archive_id not in recorded:  # once per archive, ever
+            recorded.add(a.archive.archive_id)
+            record_archive(ctx, a.archive)
         if agent:
             emit_deposit(ctx, f.path, "HOT")
             if f.path in stuck:  # a bounce: the compressed read did not serve

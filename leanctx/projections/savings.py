@@ -32,13 +32,22 @@ clamped. Per kind:
   archive, it does not compress it, so only the part of the baseline the answer covered is raw:
   ``baseline × (view_tokens − deferred_tokens) / view_tokens`` (integer division; for a ``full``
   read, where the view is the file, that is ``raw − deferred_tokens``); the rest of the baseline
-  is the row's ``deferred_tokens``. An event without those fields (written before them) counts
+  is what the read defers. An event without those fields (written before them) counts
   ``min(baseline, sent)``: neither a saving nor a cost, since what it covered is unknown.
+- **a deferral is owed once per archive and conversation.** What is owed for an archive in a
+  conversation (``savings_deferred``) is the rest the *latest* capped answer naming it left
+  there, less what was expanded since — not the sum over answers: reading the same capped view
+  twice (the same content, so the same archive) leaves one rest to expand, not two. A row's
+  ``deferred_tokens`` is the change in what is owed: the first capped read of an archive owes
+  its rest, a repeat owes nothing more (0; with a larger cap, less: negative, it sent part of
+  what was owed), and once the rest was expanded, partly or whole, a new capped answer owes its
+  rest afresh (a re-read is a new need, as a plain tool would send the file again). Each row
+  still counts as raw the part of the baseline its own answer covered.
 - a **capped shell answer** (a ``shell.ran`` with ``capped_archive_id``, ``answer_tokens`` and
   ``deferred_tokens``): likewise ``raw × (answer_tokens − deferred_tokens) / answer_tokens`` is
-  raw, the rest deferred (owed to ``capped_archive_id``, the archive the cap notice names). A
-  ``--raw`` run cut by the cap thus saves about nothing. Events without the fields count their
-  whole raw (as before them).
+  raw, the rest deferred (owed to ``capped_archive_id``, the archive the cap notice names, once
+  per conversation as above). A ``--raw`` run cut by the cap thus saves about nothing. Events
+  without the fields count their whole raw (as before them).
 - ``archive.expanded``: raw 0 (the plain tool's baseline is already counted by the call that
   produced the archive), sent as recorded, so ``saved = −sent`` — except that expanding what a
   cap deferred *in the same conversation* gets its raw back: up to the deferred tokens still
@@ -46,15 +55,22 @@ clamped. Per kind:
   compressed the file scales them back to raw), the expansion's raw is what it delivered of
   them, and its ``deferred_tokens`` are negative by as much. So a capped read (or shell run)
   plus the expansion of its rest saves what the plain tool would have, and re-expanding what
-  was already sent is a cost. The row is charged to the tool
+  was already sent is a cost. What an expansion delivered is its ``sent_tokens``, the only
+  count ``archive.expanded`` carries: for a numbered selection (``lines A-B``, ``grep``) that
+  includes the ``N:`` line prefixes (5-15 % of the text) and any cap notice, so a *partial*
+  expansion redeems up to that much more than the archived text it returned. It is bounded:
+  redemptions never exceed what was deferred, so a capped answer plus expansions never counts
+  more raw than the plain baseline, and expanding the whole rest redeems exactly it (the
+  prefixes then show as cost). Exact per-expansion figures need the event to carry the tokens
+  of the archived text returned. The row is charged to the tool
   (and mode / family / extension / path) of the call whose answer was archived: known from the
   context event that carries the ``archive_id`` (or ``capped_archive_id``), else from
   ``archive.created``'s ``source``, else the tool is ``expand``.
 - ``file.edited``: raw = sent (a plain edit tool answers about as much): neither a saving nor
   a cost.
 
-``deferred_tokens`` summed over rows: raw tokens still sitting in archives, neither sent nor
-saved.
+``deferred_tokens`` summed over rows (of a conversation, or all): raw tokens still sitting in
+archives, neither sent nor saved — each archive's rest counted once per conversation.
 
 **Calls.** A *conversation* is (agent, session id — ``""`` when the event has none). A *call*
 is one context-engine tool call of the conversation: consecutive context events of the
@@ -134,9 +150,10 @@ BOUNCE_WINDOW = 3  # a full read at most this many calls after the compressed on
 
 class Savings(Projection):
     name = "savings"
-    version = 3  # 2: capped reads count only the part they covered (deferred_tokens, savings_deferred)
+    version = 4  # 2: capped reads count only the part they covered (deferred_tokens, savings_deferred)
     # 3: capped shell answers likewise; one bounce per full read, stubs never bounce; stubs count
     #    the view they stand for (savings_views), ``lines:`` reads the plain text of those lines
+    # 4: an archive's deferral is owed once per conversation (the latest capped answer's rest)
     kinds = frozenset({"file.read", "shell.ran", "search.ran", "archive.expanded", "file.edited", "archive.created"})
     consistency = "eventual"  # nothing decides on it: it catches up before it is read
     tables = {
@@ -245,8 +262,8 @@ class Savings(Projection):
                 base, covered, view_left = read_baseline(ev)
             row.update(tool="read", mode=mode, ext=file_ext(ev.path), path=ev.path, raw=ev.raw_tokens,
                        baseline=covered, sent=ev.sent_tokens, encoding=ev.encoding, deferred=base - covered)
-            if ev.archive_id and row["deferred"] > 0:
-                _defer(conn, ev.archive_id, agent, session, row["deferred"], view_left)
+            if ev.archive_id and row["deferred"] > 0:  # owed once per archive and conversation
+                row["deferred"] = _defer(conn, ev.archive_id, agent, session, row["deferred"], view_left)
             if not ev.stub and not ev.archive_id:  # what a later stub of this answer stands for
                 conn.execute(
                     "INSERT INTO savings_views (agent, session, path, mode, content_hash, tokens)"
@@ -259,8 +276,8 @@ class Savings(Projection):
             row.update(tool="shell", family=command_family(ev.pattern, ev.command), raw=ev.raw_tokens,
                        baseline=covered, sent=ev.sent_tokens, encoding=ev.encoding,
                        deferred=ev.raw_tokens - covered)
-            if ev.capped_archive_id and row["deferred"] > 0:
-                _defer(conn, ev.capped_archive_id, agent, session, row["deferred"], view_left)
+            if ev.capped_archive_id and row["deferred"] > 0:  # likewise
+                row["deferred"] = _defer(conn, ev.capped_archive_id, agent, session, row["deferred"], view_left)
         elif isinstance(ev, SearchRan):
             row.update(tool="search", raw=ev.raw_tokens, baseline=ev.raw_tokens, sent=ev.sent_tokens,
                        encoding=ev.encoding)

@@ -61,13 +61,27 @@ def _stub_baseline(conn: Any, agent: str, session: str, ev: FileRead) -> int:
     return max(0, min(ev.raw_tokens, ev.sent_tokens))
 
 
-def _defer(conn: Any, archive_id: str, agent: str, session: str, raw_left: int, view_left: int) -> None:
+def _defer(conn: Any, archive_id: str, agent: str, session: str, raw_left: int, view_left: int) -> int:
+    """Record that a capped answer left ``raw_left`` raw (``view_left`` view) tokens in
+    ``archive_id`` for this conversation; returns by how much that changes what is owed.
+
+    What is owed for an archive in a conversation is what the *latest* capped answer naming it
+    left there, less what was expanded since — never the sum of every answer: a capped read of
+    the same view again (the same archive: archives are content-addressed) defers the same rest
+    again, which is one rest to expand, not two. So a repeat defers nothing more (0), a repeat
+    with a larger cap owes less (negative: it sent part of what was owed), and after the rest
+    was expanded (partly or whole) a new capped answer owes its rest afresh."""
+    row = conn.execute(
+        "SELECT raw_left FROM savings_deferred WHERE archive_id = ? AND agent = ? AND session = ?",
+        (archive_id, agent, session),
+    ).fetchone()
     conn.execute(
         "INSERT INTO savings_deferred (archive_id, agent, session, raw_left, view_left)"
         " VALUES (?, ?, ?, ?, ?) ON CONFLICT(archive_id, agent, session) DO UPDATE SET"
-        " raw_left = raw_left + excluded.raw_left, view_left = view_left + excluded.view_left",
+        " raw_left = excluded.raw_left, view_left = excluded.view_left",
         (archive_id, agent, session, raw_left, view_left),
     )
+    return raw_left - (int(row[0]) if row else 0)
 
 
 def _redeem_deferred(conn: Any, archive_id: str, agent: str, session: str, sent: int) -> int:

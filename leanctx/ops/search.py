@@ -14,7 +14,7 @@ Methods (``method=``):
   Smart case: case-insensitive unless the pattern has an upper-case letter. It runs on the
   ``regex`` module with a time budget (``REGEX_BUDGET``), so a pathological pattern ends the
   scan early ("partial") instead of hanging; a pattern that does not compile is refused
-  (``SEARCH_INVALID_REGEX``). Hits are lines, in path then line order.
+  (``SEARCH_INVALID_REGEX``; compiling is in ``ops.search_regex``). Hits are lines, in path then line order.
 - ``bm25``: the FTS5 code index (``cache.code_index``), ranked by ``bm25()`` only. Hits are
   chunks, shown at their best line (the first line holding the most query terms). The index
   holds files up to ``ops.files.MAX_FILE_BYTES`` (1,000,000 bytes): with bm25 or semantic
@@ -62,15 +62,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..context.secrets import is_secret_path
-from ..errors import InvalidInput
 from ..ranking import rrf
 from .files import MAX_FILE_BYTES as INDEX_MAX_FILE_BYTES
 from .files import (
-    SNIFF_BYTES,
     FileEntry,
     decode,
     glob_match,
-    is_binary,
     list_files,
     read_bytes,
     redact_text,
@@ -85,6 +82,7 @@ from .search_input import (
     check_glob,
     check_input,
 )
+from .search_regex import MAX_REPEAT_WEIGHT, _compile, _repeat_weight, _too_large  # noqa: F401 (kept importable here)
 
 __all__ = ["MAX_GLOB_CHARS", "MAX_LIMIT", "MAX_QUERY_CHARS", "METHODS", "check_glob", "regex_scan", "rrf", "search"]
 
@@ -94,8 +92,6 @@ MAX_REGEX_MATCHES = 5000
 REGEX_BUDGET = 5.0  # seconds for a whole regex scan
 SNIPPET_CHARS = 160
 _WORD = re.compile(r"\w+")
-_COUNTED = re.compile(r"(?<!\\)\{\s*(\d+)?\s*(?:,\s*(\d+)?\s*)?\}")
-MAX_REPEAT_WEIGHT = 10_000
 
 
 
@@ -160,39 +156,6 @@ def _chunk_hit(texts: _Texts, path: str, start: int, end: int, terms: list[str],
         return Hit(path, start, "", sources, score, start, end)
     line = _best_line(texts, path, start, end, terms)
     return Hit(path, line, _snippet(texts.line(path, line)), sources, score, start, end)
-
-
-def _repeat_weight(query: str) -> int:
-    """The product of the counted repeats of a pattern (``x{1000}`` → 1000): the regex engine
-    expands them, so a few large ones exhaust memory before any time budget applies."""
-    weight = 1
-    for m in _COUNTED.finditer(query):
-        weight *= max(int(g) for g in m.groups() if g) if any(m.groups()) else 1
-        if weight > MAX_REPEAT_WEIGHT:
-            break
-    return weight
-
-
-def _compile(query: str, *, literal_fallback: bool) -> Any:
-    import regex  # type: ignore[import-untyped]
-
-    flags = regex.MULTILINE | (0 if any(c.isupper() for c in query) else regex.IGNORECASE)
-    problem = None
-    if _repeat_weight(query) > MAX_REPEAT_WEIGHT:
-        problem = InvalidInput("SEARCH_REGEX_TOO_COMPLEX", f"the pattern's counted repeats ({{n}}) multiply past "
-                               f"{MAX_REPEAT_WEIGHT:,}; use smaller counts, or + and *")
-    else:
-        try:
-            return regex.compile(query, flags)
-        except (regex.error, OverflowError, RecursionError, MemoryError, ValueError) as exc:
-            problem = InvalidInput(
-                "SEARCH_INVALID_REGEX",
-                f"the pattern does not compile ({exc or type(exc).__name__}); fix it, or search without --regex to"
-                " match it literally",
-            )
-    if literal_fallback:
-        return regex.compile(regex.escape(query), flags)
-    raise problem
 
 
 def regex_scan(root: str, files: Sequence[FileEntry], pattern: Any, texts: _Texts, *,
@@ -363,22 +326,6 @@ def search(lc: Any, root: str | os.PathLike[str], query: str, *, method: str = "
     return answer(lc, texts, query, resolved, hits, total, notes, partial, use_sem, stats, limit=limit, actor=actor,
                   session_id=session_id, project=project, now=now, record=record, encoding=encoding,
                   skipped_large=skipped_large)
-
-
-def _too_large(root: str, files: Sequence[FileEntry], limit: int) -> list[FileEntry]:
-    """Text files over ``limit`` bytes (a binary one would not be searched anyway)."""
-    out = []
-    for f in files:
-        if f.size <= limit:
-            continue
-        try:
-            with open(os.path.join(root, f.path), "rb") as fh:
-                head = fh.read(SNIFF_BYTES)
-        except OSError:
-            continue
-        if not is_binary(head):
-            out.append(f)
-    return out
 
 
 def _fuse(index: Any, project: str, texts: _Texts, terms: list[str], regex_hits: list[tuple[str, int]],

@@ -3,12 +3,21 @@
 The same table the MCP server and ``POST /v1/tools/{name}`` serve, so a tool family added to
 ``leanctx/api/registry.py`` is reachable from the CLI with no code here. ``ARGS`` is a JSON
 object (``-`` reads it from stdin); the caller is this process's agent, in this project.
+
+Exit status, as the matching verb would exit: 2 with ``error[CODE]`` (``{"error": {...}}`` with
+``--json``) when the tool refuses (unknown tool, bad arguments, any ``LeanCtxError``); and when
+the tool answered but what it ran failed, the answer is printed in full and the status says so:
+the command's own exit code when the answer carries a non-zero ``exit_code`` (``ctx_shell``, as
+``lean-ctx shell``: 124 on a timeout), 1 when it carries ``"ok": false`` (``ctx_proof verify``,
+as ``lean-ctx proof verify``). The same holds through ``ctx_call``, whose answer is the inner
+tool's. A multi-path ``ctx_read`` with some paths unreadable exits 0, as ``lean-ctx read`` does
+(each path's error is in the answer).
 """
 
 from __future__ import annotations
 
 import sys
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -57,6 +66,23 @@ def call_cmd(
             sys.stdout.write(text if text.endswith("\n") else text + "\n")
         else:
             emit_json(out)
+    code = answer_exit_code(out)
+    if code:
+        raise typer.Exit(code)
+
+
+def answer_exit_code(out: Any) -> int:
+    """The exit status for a tool's answer (see the module doc): 0 unless it reports a failure."""
+    if not isinstance(out, dict):
+        return 0
+    if isinstance(out.get("error"), dict):
+        return 2
+    code = out.get("exit_code")
+    if isinstance(code, int) and not isinstance(code, bool) and code != 0:
+        return code if 0 < code < 256 else 1
+    if out.get("ok") is False:
+        return 1
+    return 0
 
 
 def attach(app: typer.Typer) -> None:

@@ -3,7 +3,12 @@
 The tables get a ``deferred`` column when a row has deferred tokens: the raw tokens of capped
 reads left in their archive and not expanded since (``SavingsRow.deferred_tokens``), counted
 neither as saved nor as sent. The tokenizer note names the encodings that counted, a
-correction factor as ``×F`` (``cl100k_base*1.1`` → ``cl100k×1.1``)."""
+correction factor as ``×F`` (``cl100k_base*1.1`` → ``cl100k×1.1``).
+
+When most calls of the report come from one-call default agents (``local-<pid>``: no
+``$LEAN_CTX_AGENT_ID``, each call from a fresh shell), a last line says the figures scatter and
+to set ``LEAN_CTX_AGENT_ID`` / a session (``scatter`` in ``--json``, else null; see
+``leanctx.api.cli.gain_scatter``)."""
 
 from __future__ import annotations
 
@@ -147,13 +152,16 @@ def gain_cmd(
         chart_days = sv.daily(conn, n, until=end, agent=agent)
     bounced = sv.bounced_files(conn, since=since, agent=agent, limit=10)
     note = tokenizer_note(totals.encodings)
+    from .gain_scatter import scatter
+
+    spread = scatter(conn, since=since, agent=agent, total_calls=totals.totals.calls)
     if as_json:
         from .render import emit_json
 
         emit_json({
             "since": since, "until": end if since else None, "agent": agent, "tokenizer": note,
             "encodings": totals.encodings, "totals": totals.totals, "reports": reports, "daily": chart_days,
-            "bounced_files": bounced,
+            "bounced_files": bounced, "scatter": spread,
         })
         return
     if totals.totals.calls == 0:
@@ -193,6 +201,8 @@ def gain_cmd(
         + (f"{_num(t.deferred_tokens)} deferred (capped answers' archived rest) · " if t.deferred_tokens else "")
         + note
     )
+    if spread is not None:
+        parts.append(spread.message)
     sys.stdout.write("\n".join(parts) + "\n")
 
 

@@ -1,7 +1,11 @@
 """``lean-ctx read PATH...``: read files compressed, as an agent would through ctx_read.
 
 Token counts use ``$LEAN_CTX_MODEL`` (a model name such as ``gemini-2.5-pro``, or an encoding
-spec such as ``cl100k_base*1.1``; default ``o200k_base``); ``file.read`` records it."""
+spec such as ``cl100k_base*1.1``; default ``o200k_base``); ``file.read`` records it.
+
+``--json`` prints one object per file, and all of them together stay within the answer cap
+(``--max-tokens``, else ``$LEAN_CTX_READ_MAX_TOKENS``, else 20,000): the text is capped lower to
+leave room for JSON escaping (measured on the files beforehand: ``leanctx.api.cli.json_cap``)."""
 
 from __future__ import annotations
 
@@ -26,6 +30,34 @@ def _path(st: State, p: str) -> str:
         if os.path.normpath(cwd) != os.path.normpath(st.project_root()):
             return os.path.join(cwd, p)
     return p
+
+
+def _json_cap(st: State, paths: list[str], max_tokens: int | None, encoding: str) -> tuple[int | None, int | None]:
+    """(the text cap to ask for, the cap of the JSON printed) for ``--json``; (``max_tokens``,
+    None) when the cap is not a usable number (the operation then refuses it)."""
+    from ...commands.read import DEFAULT_CAP_TOKENS, MAX_CAP_TOKENS, MIN_CAP_TOKENS
+    from ...ops.read import CAP_ENV
+    from .json_cap import SCAN_CHARS, text_cap
+
+    cap: object = max_tokens
+    if cap is None:
+        try:
+            cap = int(os.environ.get(CAP_ENV) or DEFAULT_CAP_TOKENS)
+        except ValueError:
+            return max_tokens, None
+    if not isinstance(cap, int) or not MIN_CAP_TOKENS <= cap <= MAX_CAP_TOKENS:
+        return max_tokens, None
+    root = os.path.realpath(st.project_root())
+    sources: list[str] = []
+    for p in paths:  # only files inside the project: what the operation may read
+        full = os.path.realpath(p if os.path.isabs(p) else os.path.join(root, p))
+        if full.startswith(root.rstrip(os.sep) + os.sep) and os.path.isfile(full):
+            try:
+                with open(full, "rb") as f:
+                    sources.append(f.read(SCAN_CHARS).decode("utf-8", "replace"))
+            except OSError:
+                pass
+    return text_cap(cap, encoding=encoding, sources=sources, answers=len(paths), extra=paths), cap
 
 
 def read_cmd(
@@ -54,9 +86,15 @@ def read_cmd(
 
     st = state(ctx)
     lc = st.open()
+    enc = encoding_of()
+    wanted = [_path(st, p) for p in paths]
+    as_json = st.want_json(json_)
+    json_cap = None
+    if as_json:
+        max_tokens, json_cap = _json_cap(st, wanted, max_tokens, enc)
     answers = read_files(
         lc,
-        [_path(st, p) for p in paths],
+        wanted,
         mode=mode,
         fresh=fresh,
         task=task,
@@ -66,11 +104,16 @@ def read_cmd(
         session_id=session or session_identity(),
         project=st.project_root(),
         cap_tokens=max_tokens,
-        encoding=encoding_of(),
+        encoding=enc,
     )
-    if st.want_json(json_):
-        for a in answers:
-            emit_json(a)
+    if as_json:
+        if json_cap is None:
+            for a in answers:
+                emit_json(a)
+        else:
+            from .json_cap import emit_capped
+
+            emit_capped(list(answers), json_cap, enc)
         return
     sys.stdout.write("\n\n".join(a.text for a in answers) + "\n")
 

@@ -19,7 +19,10 @@ the events record it in their ``encoding`` field.
 
 ``--json``: shell prints every field ``ctx_shell`` returns (``capped`` and ``capped_archive_id``
 included; null ones too) plus ``command``; compress prints the same minus the run's fields
-(exit code, duration, timeout, capture, command); expand prints the ``Expansion``.
+(exit code, duration, timeout, capture, command); expand prints the ``Expansion``. That JSON
+stays within the answer cap the plain answer has (expand: ``--max-tokens``, else 20,000): the
+text is capped lower to leave room for JSON escaping (``leanctx.api.cli.json_cap``: measured on
+the captured output or the archive beforehand; shell assumes 1.5× as its output is not known yet).
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ from typing import Optional
 
 import typer
 
+from ...commands.read import DEFAULT_CAP_TOKENS as ANSWER_CAP_TOKENS
+from ...commands.read import MAX_CAP_TOKENS, MIN_CAP_TOKENS
 from ...errors import InvalidInput
 from .app import state
 from .common import JSON
@@ -90,6 +95,37 @@ def _shell_json(r, keys: tuple[str, ...] = _SHELL_KEYS) -> dict:  # type: ignore
     return out
 
 
+def _text_cap(as_json: bool, encoding: str, sources: list[str] | None, extra: list[str],
+              cap: int = ANSWER_CAP_TOKENS) -> int:
+    """The text cap to ask for: the answer cap, or with ``--json`` less (``json_cap.text_cap``)."""
+    if not as_json:
+        return cap
+    from .json_cap import text_cap
+
+    return text_cap(cap, encoding=encoding, sources=sources, extra=extra)
+
+
+def _archive_text(lc, archive_id: str) -> list[str] | None:  # type: ignore[no-untyped-def]
+    """The archive's text to measure, or None when it cannot be read (``expand`` then says why)."""
+    from ...archive import ArchiveStore
+    from ...errors import LeanCtxError
+
+    try:
+        return [ArchiveStore.beside(lc.db).get(archive_id.strip())]
+    except (LeanCtxError, OSError, ValueError):
+        return None
+
+
+def _emit(value, encoding: str, cap: int | None = ANSWER_CAP_TOKENS) -> None:  # type: ignore[no-untyped-def]
+    from .json_cap import emit_capped
+    from .render import emit_json
+
+    if cap is None:
+        emit_json(value)
+    else:
+        emit_capped([value], cap, encoding)
+
+
 def shell_cmd(
     ctx: typer.Context,
     command: list[str] = typer.Argument(
@@ -123,12 +159,13 @@ def shell_cmd(
         piped = None if sys.stdin is None or sys.stdin.isatty() else sys.stdin.fileno()
     except (OSError, ValueError):  # closed or detached: the command reads an empty input
         piped = None
+    who = _who(st, session)
+    as_json = st.want_json(json_)
+    cap = _text_cap(as_json, who["encoding"], None, [" ".join(command)])
     r = run_shell(lc, target, cwd=workdir, timeout=timeout, env_passthrough=env_passthrough, raw=raw, stdin=piped,
-                  **_who(st, session))
-    if st.want_json(json_):
-        from .render import emit_json
-
-        emit_json(_shell_json(r))
+                  cap_tokens=cap, **who)
+    if as_json:
+        _emit(_shell_json(r), who["encoding"])
     else:
         sys.stdout.write(r.text + ("\n" if r.text else ""))
         sys.stdout.flush()
@@ -157,11 +194,12 @@ def compress_cmd(
             raise InvalidInput("COMPRESS_CANNOT_READ", f"cannot read {source!r}: {exc.strerror}; give a file or -") from None
     text = data.decode("utf-8", "surrogateescape")  # as ``ops.process`` decodes a run's output: bytes kept exactly
     lc = st.open()
-    r = compress_captured(lc, as_, text, exit_code=exit_code, **_who(st, session))
-    if st.want_json(json_):
-        from .render import emit_json
-
-        emit_json(_shell_json(r, _COMPRESS_KEYS))
+    who = _who(st, session)
+    as_json = st.want_json(json_)
+    cap = _text_cap(as_json, who["encoding"], [text], [as_])
+    r = compress_captured(lc, as_, text, exit_code=exit_code, cap_tokens=cap, **who)
+    if as_json:
+        _emit(_shell_json(r, _COMPRESS_KEYS), who["encoding"])
     else:
         sys.stdout.write(r.text + ("\n" if r.text else ""))
 
@@ -184,12 +222,15 @@ def expand_cmd(
 
     st = state(ctx)
     lc = st.open()
-    e = expand(lc, archive_id, head=head, tail=tail, lines=lines, grep=grep, max_tokens=max_tokens,
-               **_who(st, session))
-    if st.want_json(json_):
-        from .render import emit_json
-
-        emit_json(e)
+    who = _who(st, session)
+    as_json = st.want_json(json_)
+    json_cap = None
+    if as_json and (max_tokens is None or MIN_CAP_TOKENS <= max_tokens):  # a smaller one is refused as given
+        json_cap = min(max_tokens or ANSWER_CAP_TOKENS, MAX_CAP_TOKENS)
+        max_tokens = _text_cap(True, who["encoding"], _archive_text(lc, archive_id), [archive_id], cap=json_cap)
+    e = expand(lc, archive_id, head=head, tail=tail, lines=lines, grep=grep, max_tokens=max_tokens, **who)
+    if as_json:
+        _emit(e, who["encoding"], json_cap)
     else:
         sys.stdout.write(e.text + ("\n" if e.text else ""))
 

@@ -165,6 +165,8 @@ class LeanCtxMCP(MCPServer):
         caller = sess.caller(self.hub.project)
         args, expected = _expected_call(rc, arguments)
         resume = sess.claim_resume(n, expected, self.hub.gap_threshold)
+        if resume:  # the client lost what it was sent: no stub may stand for it from here on
+            await self._context_lost(sess, n)
         try:
             out = await self.hub.run(lambda: registry.call(self.hub.lc, caller, name, args))
         except Exception as exc:
@@ -182,6 +184,17 @@ class LeanCtxMCP(MCPServer):
         if resume:
             await self._add_resume(result, sess)
         return result
+
+    async def _context_lost(self, sess: McpSession, call: int) -> None:
+        """Record ``session.context_lost`` for the session before the call runs, so a read in
+        this very call already sends content (``leanctx.projections.deliveries``)."""
+        from ..commands.sessions import MarkContextLost
+
+        try:
+            await self.hub.run(self.hub.lc.bus.dispatch, MarkContextLost(reason="compaction", call=call),
+                               actor=sess.agent_id, session_id=sess.session_id, project=self.hub.project)
+        except Exception:  # the call itself must not fail
+            log.warning("could not record the context loss of %s", sess.session_id, exc_info=True)
 
     async def _add_resume(self, result: CallToolResult, sess: McpSession) -> None:
         """Compaction detected: the session's resume block goes with this answer."""

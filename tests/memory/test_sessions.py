@@ -308,3 +308,45 @@ def test_mcp_error_answers_carry_the_resume_block_too(tmp_path: Path, project: P
     r = anyio.run(main)[2]
     assert r.is_error and r.content[0].text.startswith("SESSION_SNAPSHOT_NOT_FOUND")
     assert len(r.content) == 2 and "task: keep going" in r.content[1].text
+
+
+def test_mcp_reads_after_a_compaction_gap_send_content_not_stubs(tmp_path: Path, project: Path) -> None:
+    """The client lost its context: the stub it would have got points at text it no longer has."""
+    from mcp import Client
+    from mcp_types import Implementation
+
+    from leanctx.api.mcp_server import build_server
+
+    (project / "app.py").write_text("def main():\n    return 42\n")
+
+    async def main() -> list[Any]:
+        with LeanCtx(tmp_path / "mcp.db") as lc:
+            async with Client(build_server(lc, project=project),
+                              client_info=Implementation(name="claude-code", version="1")) as c:
+                out = []
+                for _ in range(4):
+                    out.append(await c.call_tool("ctx_read", {"paths": ["app.py"], "mode": "full"}))
+                out.append(await c.call_tool("ctx_read", {"paths": ["app.py"], "mode": "full", "expected_call": 2}))
+                out.append(await c.call_tool("ctx_read", {"paths": ["app.py"], "mode": "full", "expected_call": 7}))
+                lost = [e for e in lc.store.read_all(0) if e.kind == "session.context_lost"]
+                out.append([(e.data().reason, e.data().call) for e in lost])
+                return out
+
+    *results, lost = anyio.run(main)
+    texts = [r.content[0].text for r in results]
+    assert "return 42" in texts[0] and all("unchanged" in t for t in texts[1:4])
+    assert "return 42" in texts[4] and "unchanged" not in texts[4]  # the gap: content again
+    assert len(results[4].content) == 2  # with the resume block
+    assert "unchanged" in texts[5]  # received again after the loss: stubs resume
+    assert lost == [("compaction", 5)]
+
+
+def test_cli_precompact_hook_ends_stubs_for_what_was_read_before(tmp_path: Path, project: Path) -> None:
+    db, home = tmp_path / "cli.db", tmp_path / "home"
+    (project / "app.py").write_text("def main():\n    return 42\n")
+    assert "return 42" in cli(db, home, project, "read", "app.py", "--mode", "full").stdout
+    assert "unchanged" in cli(db, home, project, "read", "app.py", "--mode", "full").stdout
+    cli(db, home, project, "hooks", "precompact")
+    after = cli(db, home, project, "read", "app.py", "--mode", "full").stdout
+    assert "return 42" in after and "unchanged" not in after
+    assert "unchanged" in cli(db, home, project, "read", "app.py", "--mode", "full").stdout

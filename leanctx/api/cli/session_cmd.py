@@ -138,16 +138,19 @@ def _hook_session() -> str | None:
 def precompact(ctx: typer.Context, session: str | None = SESSION_OPT,
                max_tokens: int | None = typer.Option(None, "--max-tokens", min=60, help="Token budget."),
                json_: bool = JSON) -> None:
-    """PreCompact hook: write the resume block to <data dir>/sessions/<session>/resume.md."""
-    from ...commands.sessions import session_of
+    """PreCompact hook: write the resume block to <data dir>/sessions/<session>/resume.md, and
+    record that the conversation loses what it was sent (no stubs for it afterwards)."""
+    from ...commands.sessions import MarkContextLost, session_of
     from ...identity import agent_identity, session_identity
     from ...resume import build_resume, write_resume
 
     st = state(ctx)
     agent = agent_identity()
     sid = session or session_identity() or _hook_session() or session_of(agent, None)
-    block = build_resume(st.open(), sid, agent, st.project_root(), max_tokens=max_tokens)
+    lc = st.open()
+    block = build_resume(lc, sid, agent, st.project_root(), max_tokens=max_tokens)
     path = write_resume(block)
+    lc.bus.dispatch(MarkContextLost(reason="precompact"), actor=agent, session_id=sid, project=st.project_root())
     if st.want_json(json_):
         emit_json({"path": str(path), "session_id": sid, "tokens": block.tokens, "left_out": block.left_out})
     else:

@@ -7,16 +7,25 @@ elsewhere — on any line a call or subscript of a name (``tokenizer.expect(``, 
 where the line says code: a declaration before the name (``const``, ``let``, ``var``, ``my $``,
 ``final String``...), tuple unpacking (``user, passwd = creds``), a ``self.x``/``this.x`` name, a
 dotted name given a dotted value (``hs.secret = hs.session.secret``), a keyword argument
-(``f(a, password=pw)``). ``PASSWORD=hunter2``, ``password = hunter2``, ``API_TOKEN=abc.def.ghi``
-hold no code signal: they are values.
+(``f(a, password=pw)``); a bare name or number followed by the rest of an expression
+(``code_tail``: an arithmetic operator and an operand, a chained ``=``, ``is``, ``==``, ``!=``,
+``a if b else c``, ``cond ? x : y``). ``PASSWORD=hunter2``, ``password = hunter2``,
+``API_TOKEN=abc.def.ghi`` hold no code signal: they are values.
+
+``number``, ``numeric_expression``: a constant (``0x1e``, ``-1000``; not a decimal of 6+ digits
+nor a hex literal over 64 bits), arithmetic with a number in it (``1024 - 1``). ``conditional``:
+a phrase holding ``a if b else c`` or ``c ? x : y``. ``prose``/``prose_after``: a sentence, not
+a value (``limit 0-RTT to resumption connections``).
 
 ``no_assignment``: a name followed by ``=``/``:`` that assigns nothing: ``NAME= word``, sudoers
-``NOPASSWD:``, a Sphinx field (``:param min_key: ...``), a path before a ``:`` (``/etc/passwd:``).
+``NOPASSWD:``, a Sphinx field (``:param min_key: ...``), a path before a ``:`` (``/etc/passwd:``),
+the first branch of a conditional (``cond ? prod_key : dev_key``).
 
 ``QuoteParity``: whether a quote closes a string the name is in (``prompt='Password: '``).
 
-Each looks back at most ``_LOOK_BACK`` characters of a line, or once along it: a minified file
-is one long line, and a look from each name to its start would cost the square of its length.
+Each looks back at most ``_LOOK_BACK`` characters of a line (ahead: ``_LOOK_AHEAD``), or once
+along it: a minified file is one long line, and a look from each name to its start (or end)
+would cost the square of its length.
 """
 
 from __future__ import annotations
@@ -24,6 +33,38 @@ from __future__ import annotations
 import re
 
 _LOOK_BACK = 400
+_LOOK_AHEAD = 256  # how far past a value its line is read (a tail of code, a sentence)
+
+# a number: a constant, not a secret (``0x1e``, ``-1``, ``-0x7``, ``1_000``, ``3.5``, ``13UL``); a
+# decimal of 6+ digits may be a PIN or a numeric password, a hex literal of 17+ digits a key
+_NUMBER = (r"[-+~]?(?:0[xX][0-9a-fA-F]{1,16}|0[bB][01]{1,64}|0[oO][0-7]{1,22}|0[0-7]{0,4}|[1-9][0-9]{0,4}"
+           r"|[0-9]{1,3}(?:_[0-9]{3})+|[0-9]+\.[0-9]+(?:[eE][-+]?[0-9]+)?)[uUlL]{0,3}")
+NUMBER = re.compile(_NUMBER)
+# arithmetic: numbers (any length: the expression is code), (dotted) names, operators, brackets
+# (possessive: each character is read once); ``numeric_expression`` also asks for a number, an
+# operator and two operands in it
+_ARITHMETIC = re.compile(r"(?:[ \t]*+(?:(?:0[xX][0-9a-fA-F_]++|0[bBoO][0-9_]++|[0-9][0-9_]*+(?:\.[0-9]++)?+)[uUlL]{0,3}+"
+                         r"(?![\w.])|[A-Za-z_][\w.]*+|<<|>>|\*\*|//|[-+*/%&^~()]))++[ \t]*+")
+_A_NUMBER = re.compile(r"(?<![\w.])[0-9]")
+_AN_OPERATOR = re.compile(r"<<|>>|[-+*/%&^~]")
+_TWO_OPERANDS = re.compile(r"[\w.][^\w.]+[\w.]")
+# what after a value's first word makes it code (``explicit_token = token is not None``,
+# ``X_KEY = BASE + 1``, ``ScanToken = -1000 - iota``, ``a = b = c``, ``a if b else
+# c``, ``cond ? x : y``); only a bare name or a number counts as a first word
+_TAIL = re.compile(rf"[ \t]+(?:(?P<op>(?:[-+*/%]|<<|>>)[ \t]+[-+~(]?(?:{_NUMBER}|[A-Za-z_(])|=[ \t])|(?:is|==|!=)[ \t]"
+                   r"|(?P<if>if[ \t])|(?P<ternary>\?[ \t]))")
+_IF = re.compile(r"(?:^|[ \t])if[ \t]")
+_QUESTION = re.compile(r"[ \t]\?[ \t]")
+_ELSE = re.compile(r"[ \t]else\b")
+_COLON = re.compile(r"[ \t]:[ \t]")
+# a sentence, not a value: a plain word of 3+ letters, then 3+ more of which one is a small word of prose
+# (``limit 0-RTT to resumption connections``, ``pass on the underlying error code``)
+_FIRST_WORD = re.compile(r"[A-Za-z][a-z]{2,}(?:-[a-z]+)*[ \t]")  # not a prefix (``sk with spaces tapir``)
+_SMALL_WORDS = frozenset({
+    "a", "an", "the", "to", "for", "of", "on", "in", "into", "with", "without", "from", "by", "at", "as", "is",
+    "are", "was", "be", "been", "when", "if", "around", "after", "before", "than", "that", "this", "its",
+    "instead", "via",
+})
 
 # an unquoted value that is code on any line (matched where the value starts): ``lambda``,
 # ``await x``, ``new X``, ``not x``, an attribute of ``self``/``this``, a call or subscript of a
@@ -55,6 +96,8 @@ def code_value(text: str, m: re.Match[str], value: str) -> bool:
     be a config line's password): the name is ``self.x``/``this.x``, a declaration or tuple
     unpacking precedes it, or it is a keyword argument (``f(a, password=pw)``)."""
     start = m.start("value")
+    if (_BARE_NAME.fullmatch(value) or number(value)) and code_tail(text, value, start + len(value)):
+        return True  # ``explicit_token = token is not None``, ``X_KEY = BASE + 1``, ``a if b else c``
     if (c := _CODE_VALUE.match(text, start)) is not None:
         return not (c.group("path") and _RANDOM_PART.search(c.group("path")))
     if not _BARE_NAME.fullmatch(value):
@@ -66,6 +109,66 @@ def code_value(text: str, m: re.Match[str], value: str) -> bool:
     if _DECLARED.fullmatch(before, max(before.rfind(";"), before.rfind("{")) + 1):
         return True
     return m.group("sep") == "=" and _in_call(before)
+
+
+def number(value: str) -> bool:
+    """Whether the unquoted ``value`` is a number (``0x1e``, ``-1000``, ``13UL``): a constant."""
+    return bool(NUMBER.fullmatch(value))
+
+
+def numeric_expression(phrase: str) -> bool:
+    """Whether ``phrase`` is arithmetic over numbers and names with a number in it
+    (``1024 - 1``, ``-1000 - iota``, ``(1 << 3) + BASE``): code, not a passphrase."""
+    return (bool(_ARITHMETIC.fullmatch(phrase)) and bool(_A_NUMBER.search(phrase))
+            and bool(_AN_OPERATOR.search(phrase)) and bool(_TWO_OPERANDS.search(phrase)))
+
+
+def _line_after(text: str, at: int) -> str:
+    """The line from ``at``, its first ``_LOOK_AHEAD`` characters at most."""
+    end = text.find("\n", at, at + _LOOK_AHEAD)
+    return text[at:end if end >= 0 else at + _LOOK_AHEAD]
+
+
+def code_tail(text: str, value: str, end: int) -> bool:
+    """Whether what follows ``value`` (ending at ``end``) makes it the first operand of an
+    expression: an arithmetic operator and an operand or a chained ``=`` (after a number or a
+    name without digits: ``abcd1234 - the prod one`` is a password and a comment),
+    ``is``/``==``/``!=``, a conditional (``a if b else c``, ``cond ? x : y``; the ``else``/``:``
+    on the same line)."""
+    rest = _line_after(text, end)
+    t = _TAIL.match(rest)
+    if t is None or (t.group("op") and not number(value) and any(c.isdigit() for c in value)):
+        return False
+    if t.group("if"):
+        return _ELSE.search(rest, t.end() - 1) is not None
+    if t.group("ternary"):
+        return _COLON.search(rest, t.end() - 1) is not None
+    return True
+
+
+def conditional(phrase: str) -> bool:
+    """Whether ``phrase`` holds a conditional expression: ``a if b else c``, ``cond ? x : y``
+    (one search each, never a backtracking ``.*``: linear on any line)."""
+    i = _IF.search(phrase)
+    if i is not None and _ELSE.search(phrase, i.end() - 1):
+        return True
+    q = _QUESTION.search(phrase)
+    return q is not None and _COLON.search(phrase, q.end() - 1) is not None
+
+
+def prose(phrase: str) -> bool:
+    """Whether ``phrase`` reads as a sentence, not a value: a plain word first, then 3+ more of
+    which one is a small word of prose (``use HMAC-SHA256 for PBKDF2``; ``correct horse battery
+    staple`` holds none: a passphrase)."""
+    if not _FIRST_WORD.match(phrase):
+        return False
+    words = phrase.split(None, 40)
+    return len(words) >= 4 and any(w in _SMALL_WORDS for w in words[1:40])
+
+
+def prose_after(text: str, start: int) -> bool:
+    """Whether the line from ``start`` (a value's first word) reads as a sentence."""
+    return prose(_line_after(text, start))
 
 
 def no_assignment(text: str, m: re.Match[str]) -> bool:
@@ -81,6 +184,8 @@ def no_assignment(text: str, m: re.Match[str]) -> bool:
     if sep.strip() != ":":
         return False
     before, whole = _line_before(text, at)
+    if sep[0] in " \t" and before.rstrip(" \t").endswith(" ?"):
+        return True  # ``cond ? prod_key : dev_key``: the branches of a conditional
     return before.endswith("/") or (whole and bool(_FIELD.fullmatch(before)))
 
 

@@ -92,6 +92,7 @@ _HEADER = re.compile(
     rf"|{_MODIFIERS}(?:fn|fun|func|function|constructor|init)\b[^{{]*[(,]{_TAIL})")
 _PY_BLOCK = re.compile(r"[ \t]*(?:(?:el)?if[ \t]+\S.*|else|try|finally|except\b.*|(?:async[ \t]+)?(?:for|with)[ \t]+\S.*"
                        r"|while[ \t]+\S.*|match[ \t]+\S.*|case[ \t]+\S.*):[ \t]*(?:\#.*)?$")
+_MAX_TYPE = 2048  # characters of a type expression: longer is no annotation
 _MAX_DEPTH = 32  # type nesting (``X[Y[Z]]``, ``&&T``): deeper is no type
 _REF_TAIL = re.compile(r"(?:'\w+[ \t]+)?(?:mut[ \t]+)?")  # always matches (maybe empty)
 
@@ -241,8 +242,10 @@ class Annotations:
         """Where the type annotation at ``text[start:]`` ends, for the name at ``name_start``
         (its ``:`` just before ``start``), or ``None`` when what follows may be a secret value."""
         text = self.text
-        line_end = text.find("\n", start)
-        line_end = len(text) if line_end < 0 else line_end
+        # (looked for within ``_MAX_TYPE`` characters: from each of many names on one long
+        # minified line, a search to its end would cost the square of its length)
+        line_end = text.find("\n", start, start + _MAX_TYPE)
+        line_end = min(len(text), start + _MAX_TYPE) if line_end < 0 else line_end
         p = _Parser(text, start, line_end)
         if not p.union() or not _FOLLOW.match(text, p.pos):
             return None

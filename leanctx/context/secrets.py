@@ -4,11 +4,17 @@ The log is immutable: a secret written into it cannot be taken out. File content
 output and search results pass through ``redact`` before anything is appended, archived or
 (unless the caller explicitly asks for raw content of a project file) sent to the agent.
 
-Three kinds of rules: provider formats (private key blocks, AWS, GitHub, GitLab, OpenAI, Vault
+Four kinds of rules: provider formats (private key blocks, AWS, GitHub, GitLab, OpenAI, Vault
 ``hvs.``, Hugging Face ``hf_``, SendGrid, Stripe ``whsec_``, age, Google ``ya29.``... tokens, URL
 passwords — ``psql "postgresql://u:p@h/db"``, ``git clone https://user:token@host/...``,
 ``redis://:pass@h``; not a placeholder: ``user:pass@``, ``<password>``, ``${PASS}`` — ``.netrc``
-``login u password X``, JWTs) wherever they occur; **credentials of HTTP headers, cookies and command lines**, the value only,
+``login u password X``, JWTs) wherever they occur; **credentials of connection strings, URL query
+strings, XML config and a few more command lines** (``leanctx.context.secret_formats`` has the
+exact rules: Azure ``AccountKey=``/``SharedAccessKey=``/``SharedAccessSignature=``, ``?token=``,
+``&sig=``, ``Signature=``, ``X-Amz-Signature=``, ``X-Amz-Credential=``, Maven ``<password>``, NuGet
+``<add key="ClearTextPassword" value="..."/>``, ``aws configure set aws_secret_access_key X``,
+OpenSSL ``-passin pass:X``, keytool ``-storepass X``, Samba ``-U user%pass``), the value only;
+**credentials of HTTP headers, cookies and command lines**, the value only,
 its header or flag name (and a user name) kept (``leanctx.context.secret_headers`` has the exact
 rules): ``Authorization: Bearer|Basic|Token|<scheme> <credential>`` and ``Proxy-Authorization``
 (kinds ``auth_header``, ``basic_auth`` for ``Basic``), ``X-API-Key``, ``Api-Key``, ``X-Auth-Token``,
@@ -59,17 +65,34 @@ subscript of a name (``tokenizer.expect(``, ``getpass()``, ``headers["x"]``; not
 a password), starts with ``lambda``, ``await``, ``new``, ``not``, or is ``self.x``/``this.x``; a
 bare (dotted) name only where the line says code: a declaration (``const``, ``let``, ``var``,
 ``my $``, ``final String``...), tuple unpacking (``user, passwd = creds``), ``self.x = y``, a
-keyword argument (``f(a, password=pw)``). ``PASSWORD=hunter2``, ``password = hunter2``,
-``API_TOKEN=abc.def.ghi`` hold no code signal and are redacted.
+keyword argument (``f(a, password=pw)``); a bare name or number that an expression goes on
+from (``explicit_token = token is not None``, ``X_KEY = BASE + 1``, ``a = b = c``, ``a if b else
+c``, ``cond ? x : y``; after a name with a digit only ``is``/``==``/a conditional: ``{api_key:
+abcd1234 - prod}`` is a value). ``PASSWORD=hunter2``, ``password = hunter2``,
+``API_TOKEN=abc.def.ghi`` hold no code signal and are redacted; a quoted value is a value in a
+conditional too (``password = "x" if prod else "y"``).
+
+**Numbers** are constants, not secrets: an unquoted value that is a number (``AF_KEY = 0x1e``,
+``TOKEN_EOF = -1``, ``ScanToken = -1000 - iota``, ``1_000``, ``2.5``, ``13UL``) or, on a config
+line, arithmetic over numbers and names with a number in it (``MAX_KEY = 1024 - 1``). Not: a
+decimal of 6+ digits or a hex literal longer than 64 bits (``AES_KEY = 0x2b7e...``), nor any plain
+decimal after a password's name (``PASSWORD=1234``, a PIN).
+
+**Sentences** are not values: after ``name:`` (never ``=``), a plain word of 3+ letters and 3+
+more words, one of them a small word of prose (``the``, ``to``, ``for``, ``on``, ``in``...):
+changelog subjects (``pre_shared_key: limit 0-RTT to resumption connections``, ``- af_key:
+validate families in pfkey_send_migrate()``), messages (``EncodeToken: Unable to encode token``).
+A passphrase holding none (``password: correct horse battery``) or not opening with a plain word
+(``password: Tr0ub4dor to the moon``) stays a value, as does any ``NAME=several words``.
 
 Left alone (false positives are kept few, not absent: the constant ``CACHE_KEY = "user:{id}"``
 is still redacted): values under 4 characters (the whole value: a
 phrase counts whole, so ``sk with spaces`` is redacted although ``sk`` is short), placeholders
-(``${VAR}``, ``<your key>``, ``changeme``, ``xxxx``...), references (``os.environ[...]``,
+(``${VAR}``, ``<your key>``, ``changeme``, ``value``, ``xxxx``...), references (``os.environ[...]``,
 ``os.getenv(...)``, ``process.env.X``, ``$(cmd)``), f-strings and bracketed structures, a
 variable passed on under its own name (``password=password``), walrus assignments, and
 several-word values that read as code (brackets, ``=``, ``|``, quotes, ``is not``, ``None``,
-``lambda``, `` + ``...) or prose (ending with ``.``, ``;``, ``:`` or ``,``); of those, the
+``lambda``, `` + ``, a conditional...) or prose (ending with ``.``, ``;``, ``:`` or ``,``); of those, the
 general rule still takes the first word when it is a value on its own.
 """
 
@@ -82,7 +105,17 @@ from pathlib import PurePosixPath
 
 import msgspec
 
-from .secret_code import QuoteParity, code_value, no_assignment
+from .secret_code import (
+    QuoteParity,
+    code_value,
+    conditional,
+    no_assignment,
+    number,
+    numeric_expression,
+    prose,
+    prose_after,
+)
+from .secret_formats import redact_formats
 from .secret_headers import looks_generated, redact_credentials
 from .secret_types import Annotations
 
@@ -131,6 +164,7 @@ _CAMEL = (r"(?-i:(?<=[a-z0-9])(?:Secret|Password|Passwd|Token|ApiKey|AccessKey|S
           r"|(?<=secret|access)Key|(?<=private)Key)")
 _PHRASE_SUFFIXES = _SUFFIXES  # every secret name's value may be several words (``API_KEY: sk live words``)
 _CAMEL_IDENT = re.compile(r"[a-z]+(?:[A-Z][a-z]*)+")  # ``lastEventId``, ``tString``: a variable
+_PASSWORD_NAME = re.compile(r"""(?:PASS(?:WORD|WD|PHRASE)|_PWD)["']?$""", re.IGNORECASE)  # ``PIN=1234``: a password
 _UPPER_NAME = re.compile(rf"""(?:{_SUFFIXES})["']?$""", re.IGNORECASE)  # not only camelCase
 
 
@@ -175,12 +209,13 @@ _CONFIG_LINE = re.compile(
 )
 # several words that read as an expression, not a phrase: ``use_key = key is not None``,
 # ``cache_key = prefix + name``, ``sort_key = lambda x: x.name``, ``x_key = a if b else c``
+# (``a if b else c``, ``c ? x : y``: ``secret_code.conditional``, without a backtracking ``.*``)
 _CODE = re.compile(r"""^(?:not|new|typeof)[ \t]|\b(?:is[ \t]+not|not[ \t]+in|is[ \t]+None|None|True|False|lambda|await)\b
-                       |\bif\b.*\belse\b|[ \t](?:[+*/%]|&&)[ \t]""", re.VERBOSE)  # ``=``, ``<>``: never in a value
+                       |[ \t](?:[+*/%]|&&)[ \t]""", re.VERBOSE)  # ``=``, ``<>``: never in a value
 # The minimum applies to the whole value: to the phrase on a config line (``sk with spaces tapir``
 # is a secret although ``sk`` alone is too short to be one).
 _MIN_VALUE = 4  # shorter values are type names, flags and numbers far more often than secrets
-_PLACEHOLDER = re.compile(r"^(?:\$\{?[A-Za-z_]+\}?|<[^>]*>|x+|\*+|changeme|example|dummy|none|null|true|false)$",
+_PLACEHOLDER = re.compile(r"^(?:\$\{?[A-Za-z_]+\}?|<[^>]*>|x+|\*+|changeme|example|dummy|value|none|null|true|false)$",
                           re.IGNORECASE)
 
 SECRET_FILES = (
@@ -221,10 +256,19 @@ def redact(text: str) -> Redacted:
 
         return repl
 
+    def hide(value: str, kind: str = "assignment") -> str:
+        nonlocal count
+        count += 1
+        found.append(value)
+        if kind not in kinds:
+            kinds.append(kind)
+        return REDACTED.format(kind=kind)
+
     for kind, pat in _PATTERNS:
         if kind == "private_key" and "PRIVATE KEY" not in text:
             continue
         text = pat.sub(sub(kind), text)
+    text = redact_formats(text, lambda kind, value: hide(value, kind))  # connection/query strings, XML, CLIs
 
     def keep(value: str, name: str) -> bool:
         """Whether ``value`` is no secret: short, a placeholder, a reference (``os.environ[...]``),
@@ -234,14 +278,6 @@ def redact(text: str) -> Redacted:
                 or v.startswith("[REDACTED:")
                 or v.rsplit(".", 1)[-1].lower() == name.strip("\"'").rsplit(".", 1)[-1].lstrip("-").lower())
 
-    def hide(value: str, kind: str = "assignment") -> str:
-        nonlocal count
-        count += 1
-        found.append(value)
-        if kind not in kinds:
-            kinds.append(kind)
-        return REDACTED.format(kind=kind)
-
     def swap(m: re.Match[str], group: str, value: str) -> str:
         """The match with ``value`` (the start of ``group``) redacted, everything else kept."""
         at = m.start(group) - m.start()
@@ -250,6 +286,7 @@ def redact(text: str) -> Redacted:
     def config_line(m: re.Match[str]) -> str:
         value = m.group("value").rstrip()
         if (not re.search(r"\s", value) or value.endswith((".", ";", ":", ",")) or _CODE.search(value)
+                or conditional(value) or numeric_expression(value) or (":" in m.group("sep") and prose(value))
                 or keep(value, m.group("name"))):
             return m.group(0)  # one word (the general rule below decides), prose or code
         return swap(m, "value", value)
@@ -267,7 +304,9 @@ def redact(text: str) -> Redacted:
                 return m.group(0)
             return swap(m, "quoted", value)
         value = _trim_closers(m.group("value"), ":" if default else "")
-        if keep(value, name) or (default and _EXPRESSION.match(value)) or (text and code_value(text, m, value)) \
+        if keep(value, name) or (number(value) and not (value.isdigit() and _PASSWORD_NAME.search(name))) or (default and _EXPRESSION.match(value)) \
+                or (text and ((":" in m.group("sep") and prose_after(text, m.start("value")))
+                              or code_value(text, m, value))) \
                 or (camel and (not looks_generated(value) or _CAMEL_IDENT.fullmatch(value))):
             return m.group(0)
         return swap(m, "value", value)

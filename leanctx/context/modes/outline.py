@@ -26,15 +26,35 @@ file, generated (Go's ``// Code generated … DO NOT EDIT.``) or not: past forty
 constants is a table (error numbers, opcodes, protocol codes), whose first and last names say
 what it is and whose lines are one read away; forty is also where ``map`` stops naming a
 run's members (``+N``). Nothing vanishes without its count and lines.
+
+In Python, two kinds of function keep their row (line, depth, decorators, ``async``, name) but
+not their parameters, written ``name(…)`` (``unwritten``):
+
+- a private function or method (the map's rule: a name that starts with ``_`` and is no
+  ``__dunder__``): a helper of its module or class, not a way to call it from outside. Its
+  parameters and return type are written when they are as short as ``MAX_DEFAULT`` (12)
+  characters (``_reset()->None``), shorter than the elision is worth;
+- the implementation that follows ``@overload`` declarations of its name in its scope: a type
+  checker checks a call against the overloads only, and their rows are kept whole. The footer
+  counts these (``1 overload implementation written name(…): see its @overload rows``).
+
+Private constants, type aliases and classes stay written out (a public signature may name them).
 """
 
 from __future__ import annotations
 
-from leanctx.context.modes.compact import compact_symbols
-from leanctx.context.modes.rendered import Rendered, footer, plural, source_lines
-from leanctx.context.symbols import Symbol, extract_imports, extract_symbols, uses_tree_sitter
+import re
 
-__all__ = ["FOLD_HEAD", "FOLD_OVER", "FOLD_TAIL", "fold_runs", "render_map", "render_signatures"]
+from leanctx.context.modes.compact import MAX_DEFAULT, compact_symbols
+from leanctx.context.modes.rendered import Rendered, footer, plural, source_lines
+from leanctx.context.symbols import (
+    Symbol,
+    extract_imports,
+    extract_symbols,
+    uses_tree_sitter,
+)
+
+__all__ = ["FOLD_HEAD", "FOLD_OVER", "FOLD_TAIL", "fold_runs", "render_map", "render_signatures", "unwritten"]
 
 _KIND_SHORT = {"function": "fn", "method": "fn", "constructor": "new", "interface": "iface",
                "namespace": "ns", "property": "prop", "constant": "const", "variable": "var"}
@@ -145,9 +165,11 @@ def render_signatures(path: str, text: str, language: str) -> Rendered:
     """One line per declaration: its line number, one indentation step per nesting level
     (members under their class), and its compact signature (see ``compact``); no bodies.
     Declarations that share a line and a signature (the names of one pattern, Go's ``const A, B
-    = 1, 2``) share one row; a long run of constants is folded (``fold_runs``)."""
+    = 1, 2``) share one row; a long run of constants is folded (``fold_runs``); a Python private
+    function and an overload implementation are written ``name(…)`` (``unwritten``)."""
     n = len(source_lines(text))
     symbols = compact_symbols(path, text, language)
+    private, impls = unwritten(symbols, language)
     out: list[str] = []
     shown: set[int] = set()
     folded = 0
@@ -160,7 +182,10 @@ def render_signatures(path: str, text: str, language: str) -> Rendered:
             continue
         key = (item.line, item.depth, item.signature)
         if key != prev:
-            out.append(f"{item.line} {'  ' * item.depth}{item.signature}")
+            sig = item.signature
+            if id(item) in private or id(item) in impls:
+                sig = sig[: _name_end(item)] + "(…)"
+            out.append(f"{item.line} {'  ' * item.depth}{sig}")
             shown.add(item.line)
         prev = key
     if not out:
@@ -168,9 +193,51 @@ def render_signatures(path: str, text: str, language: str) -> Rendered:
     omitted = n - len(shown)
     how = "" if uses_tree_sitter(language) else "pattern match · "
     note = f"{how}{plural(omitted, 'line')} not shown" + (f" · {plural(folded, 'declaration')} folded" if folded else "")
+    if impls:
+        note += f" · {plural(len(impls), 'overload implementation')} written name(…): see its @overload rows"
     out.append(footer("signatures", n, note))
     return Rendered(mode="signatures", path=path, language=language, text="\n".join(out), line_count=n,
                     shown_lines=len(shown), omitted_lines=omitted, omitted=note)
+
+
+_OVERLOAD = re.compile(r"(?:^|\s)@(?:\w+\.)*overload\b")
+
+
+def unwritten(symbols: list[Symbol], language: str) -> tuple[set[int], set[int]]:
+    """The ``id`` of each Python function or method ``signatures`` writes ``name(…)``, its
+    decorators kept: (private, overload implementations).
+
+    - private: a name that starts with ``_`` and is no ``__dunder__`` (the map's private rule):
+      a helper of the module or the class, not its interface; written whole when its parameters
+      and return type take no more than ``MAX_DEFAULT`` (12) characters (``_reset()->None``);
+    - an overload implementation: the function right after ``@overload`` declarations of its
+      name in its scope. A type checker checks a call against the overloads only, so their rows
+      are the function's signatures."""
+    if language != "python":
+        return set(), set()
+    private: set[int] = set()
+    impls: set[int] = set()
+    pending: set[tuple[int, str, str]] = set()
+    for s in symbols:
+        at = _name_end(s)
+        if s.kind not in ("function", "method") or at < 0:
+            continue
+        key = (s.depth, s.parent, s.name)
+        if not s.exported:
+            if len(s.signature) - at > MAX_DEFAULT:
+                private.add(id(s))
+        elif _OVERLOAD.search(s.signature[:at]):
+            pending.add(key)
+        elif key in pending:
+            pending.discard(key)
+            impls.add(id(s))
+    return private, impls
+
+
+def _name_end(s: Symbol) -> int:
+    """Where the parameters of ``s``'s signature start (after its name), -1 when not found."""
+    m = re.search(r"(?:^|\s)" + re.escape(s.name) + r"\(", s.signature)
+    return -1 if m is None else m.end() - 1
 
 
 def fold_runs(symbols: list[Symbol]) -> list[Symbol | str]:

@@ -16,7 +16,9 @@ Which bindings are declarations (one rule for every language that has them here)
 - every name a declaration binds is a binding of its own (``binds_many``): each declarator of
   ``export const a = 1, b = 2`` / ``var f = function () {}, g = …`` (written on its own after
   the declaration's keywords, ``export const b = 2``, at its own line), each name of a Go spec
-  ``const A, B = 1, 2`` (sharing the spec's signature). A name bound by destructuring
+  ``const A, B = 1, 2`` (sharing the spec's signature), each UPPER_CASE name of a Python
+  assignment to a pattern or a chain (``A, B = 1, 2``, ``(X, Y) = …``, ``M = N = 0``: constants
+  sharing the statement's line and signature). A name bound by destructuring
   (``export const { a, b: c } = o``, ``export const [x, y] = arr``) is listed only when
   exported (``export``, or an export list), whatever its case: ``const { A, b } =
   require(…)`` is an import, not a declaration. The names of one pattern share its line and
@@ -42,7 +44,7 @@ from typing import Any
 __all__ = ["BINDING_TYPES", "CONSTANT", "FUNCTION_VALUES", "GO_SPECS", "JS_LANGS", "VALUE_DECLARATIONS",
            "binding_kind", "binding_values", "binds_many", "bound_names", "cjs_target", "declarators",
            "exported_object", "function_of", "go_group", "js_binding_name", "js_exported_names", "js_function_value",
-           "key_name", "listed", "object_functions", "unwrap", "value_name"]
+           "key_name", "listed", "object_functions", "py_binds_many", "py_bound_names", "unwrap", "value_name"]
 
 CONSTANT = re.compile(r"_*[A-Z][A-Z0-9_]*")
 JS_LANGS = frozenset({"javascript", "typescript", "tsx"})
@@ -136,6 +138,37 @@ def binds_many(node: Any) -> bool:
         return len(decls) > 1
     n = decls[0].child_by_field_name("name")
     return n is not None and n.type != "identifier"
+
+
+_PY_PATTERNS = frozenset({"pattern_list", "tuple_pattern", "list_pattern", "parenthesized_expression",
+                          "list_splat_pattern", "tuple", "list", "expression_list"})
+
+
+def py_binds_many(node: Any) -> bool:
+    """A Python assignment to a pattern (``A, B = 1, 2``, ``(X, Y) = …``, ``[P, Q] = …``) or a
+    chain of them (``M = N = 0``)."""
+    left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+    return (left is not None and left.type in _PY_PATTERNS) or (right is not None and right.type == "assignment")
+
+
+def py_bound_names(node: Any) -> list[Any]:
+    """The identifiers a Python assignment (and every assignment chained in it) binds, in order:
+    ``M = (A, [B, *C]) = …`` binds M, A, B, C; attributes and subscripts bind no name."""
+    out: list[Any] = []
+
+    def names(n: Any) -> None:
+        if n.type == "identifier":
+            out.append(n)
+        elif n.type in _PY_PATTERNS:
+            for c in n.named_children:
+                names(c)
+
+    while node is not None and node.type == "assignment":
+        left = node.child_by_field_name("left")
+        if left is not None:
+            names(left)
+        node = node.child_by_field_name("right")
+    return out
 
 
 def declarators(node: Any) -> list[Any]:

@@ -111,6 +111,9 @@ class _Walker:
         if t in _b.BINDING_TYPES and _b.binds_many(node):
             self._bindings(node, depth, parent, wrapper_start, exported)
             return
+        if self.lang == "python" and t == "assignment" and _b.py_binds_many(node):
+            self._py_bindings(node, depth, parent)
+            return
         if self.lang in _C_LANGS and wrapper_start is None:
             words = _cmacros.prefix(node, self.src)
             wrapper_start = words.start_byte if words is not None else None
@@ -178,6 +181,13 @@ class _Walker:
                     self._add(name, self.spec.defs[node.type], d, at, sig, depth, parent, exported)
                 elif _b.listed(name, is_exported) and (single or is_exported):  # destructured: exported only
                     self._add(name, "constant", d, at, sig, depth, parent, exported)
+
+    def _py_bindings(self, node: Any, depth: int, parent: str) -> None:
+        """``A, B = 1, 2`` / ``M = N = 0``: a constant per UPPER_CASE name, sharing line and signature."""
+        sig = self._signature(node, node.start_byte, None)
+        for name in (self.text(n.start_byte, n.end_byte) for n in _b.py_bound_names(node)):
+            if _b.listed(name, False):
+                self._add(name, "constant", node, node.start_byte, sig, depth, parent, False)
 
     def _object(self, node: Any, obj: Any, depth: int, parent: str, wrapper_start: int | None) -> None:
         """An exported object literal holding functions (``bindings.exported_object``): the object,

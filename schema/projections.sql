@@ -49,14 +49,14 @@ CREATE TABLE IF NOT EXISTS path_locks ( workspace TEXT NOT NULL, path TEXT NOT N
 CREATE INDEX IF NOT EXISTS path_locks_path ON path_locks (path, workspace);
 CREATE INDEX IF NOT EXISTS path_locks_expiry ON path_locks (expires_at);
 
--- projection savings v4 (eventual); folds: archive.created, archive.expanded, file.edited, file.read, search.ran, shell.ran
+-- projection savings v5 (eventual); folds: archive.created, archive.expanded, file.edited, file.read, search.ran, shell.ran
 CREATE TABLE IF NOT EXISTS savings_calls ( position INTEGER PRIMARY KEY, ts TEXT NOT NULL, day TEXT NOT NULL, agent TEXT NOT NULL, session TEXT NOT NULL, call_index INTEGER NOT NULL, tool TEXT NOT NULL, kind TEXT NOT NULL, mode TEXT, family TEXT, ext TEXT, path TEXT, raw_tokens INTEGER NOT NULL, baseline_tokens INTEGER NOT NULL, sent_tokens INTEGER NOT NULL, bounced INTEGER NOT NULL DEFAULT 0, wasted_tokens INTEGER NOT NULL DEFAULT 0, expansion INTEGER NOT NULL DEFAULT 0, encoding TEXT, deferred_tokens INTEGER NOT NULL DEFAULT 0 );
 CREATE TABLE IF NOT EXISTS savings_conversations ( agent TEXT NOT NULL, session TEXT NOT NULL, calls INTEGER NOT NULL, last_call TEXT NOT NULL, PRIMARY KEY (agent, session) );
 CREATE TABLE IF NOT EXISTS savings_pending ( position INTEGER PRIMARY KEY, agent TEXT NOT NULL, session TEXT NOT NULL, path TEXT NOT NULL, content_hash TEXT NOT NULL, call_index INTEGER NOT NULL );
 CREATE TABLE IF NOT EXISTS savings_bounces ( position INTEGER PRIMARY KEY, full_position INTEGER NOT NULL, ts TEXT NOT NULL, day TEXT NOT NULL, agent TEXT NOT NULL, session TEXT NOT NULL, path TEXT NOT NULL, mode TEXT NOT NULL, calls_between INTEGER NOT NULL, wasted_tokens INTEGER NOT NULL );
-CREATE TABLE IF NOT EXISTS savings_deferred ( archive_id TEXT NOT NULL, agent TEXT NOT NULL, session TEXT NOT NULL, raw_left INTEGER NOT NULL, view_left INTEGER NOT NULL, PRIMARY KEY (archive_id, agent, session) );
+CREATE TABLE IF NOT EXISTS savings_deferred ( archive_id TEXT NOT NULL, agent TEXT NOT NULL, session TEXT NOT NULL, raw_left INTEGER NOT NULL, view_left INTEGER NOT NULL, held TEXT NOT NULL DEFAULT '[]', PRIMARY KEY (archive_id, agent, session) );
 CREATE TABLE IF NOT EXISTS savings_views ( agent TEXT NOT NULL, session TEXT NOT NULL, path TEXT NOT NULL, mode TEXT NOT NULL, content_hash TEXT NOT NULL, tokens INTEGER NOT NULL, PRIMARY KEY (agent, session, path, mode, content_hash) );
-CREATE TABLE IF NOT EXISTS savings_archives ( archive_id TEXT PRIMARY KEY, source TEXT, tool TEXT, mode TEXT, family TEXT, ext TEXT, path TEXT );
+CREATE TABLE IF NOT EXISTS savings_archives ( archive_id TEXT PRIMARY KEY, source TEXT, lines INTEGER, tool TEXT, mode TEXT, family TEXT, ext TEXT, path TEXT );
 CREATE INDEX IF NOT EXISTS savings_calls_day ON savings_calls (day);
 CREATE INDEX IF NOT EXISTS savings_calls_agent ON savings_calls (agent, day);
 CREATE INDEX IF NOT EXISTS savings_pending_conv ON savings_pending (agent, session, path);

@@ -1,7 +1,8 @@
 """Recording archives: the checks on an archive's identity and counts, and its
 ``archive.created`` event, emitted the first time the log hears of it (archives are
-content-addressed: the same text archived again is the same archive, on the same stream).
-Shared by the commands whose answers keep text out in an archive (read, shell, search, tree)."""
+content-addressed: the same text archived again is the same archive, on the same stream) —
+once per archive, ever: not when the log holds it, nor when this very dispatch already queued
+it (two answers of one call naming the same archive record it once). Shared by the commands whose answers keep text out in an archive (read, shell, search, tree)."""
 
 from __future__ import annotations
 
@@ -42,9 +43,12 @@ def check_archive(info: ArchiveInfo, count_code: str) -> None:
 
 
 def record_archive(ctx: CommandContext, info: ArchiveInfo) -> bool:
-    """Emit ``archive.created`` for ``info`` unless the log already holds it; True when emitted."""
+    """Emit ``archive.created`` for ``info`` unless the log already holds it or this dispatch
+    already queued it (its events are written only when the handler returns); True when emitted."""
     stream = f"archive:{info.archive_id}"
     if ctx.tx.stream_version(stream) != 0:
+        return False
+    if any(p.stream == stream and isinstance(p.event, ArchiveCreated) for p in ctx.pending):
         return False
     ctx.emit(stream, ArchiveCreated(archive_id=info.archive_id, source=info.source, sha256=info.sha256,
                                     bytes=info.bytes, lines=info.lines, tokens=info.tokens),

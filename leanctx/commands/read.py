@@ -4,7 +4,8 @@ The operation (``leanctx.ops.read``) has already read, hashed, redacted and rend
 file outside the write transaction; this handler runs inside it and decides, exactly:
 
 - **stub or content.** The ~13-token stub (``F3=src/app.py [unchanged 120 lines · fresh=true
-  to re-read]``) goes only to the conversation (agent id + session id, both set) whose
+  to re-read]``; a ``lines:`` view names its lines: ``[unchanged lines 1-30 of 147 · …]``) goes
+  only to the conversation (agent id + session id, both set) whose
   ``deliveries`` row for (path, mode) holds this very content hash *and* that received this
   content whole in that mode (a non-stub delivery that was not capped: see
   ``leanctx.commands.read_rules``), so a capped answer never makes a later read a stub; never
@@ -22,15 +23,18 @@ file outside the write transaction; this handler runs inside it and decides, exa
   were sent and where the rest is. ``archive.created`` is emitted the first time the log hears
   of that archive (``leanctx.commands.archives.record_archive``, as shell, search and tree do):
   archives are content-addressed, so a later capped read of the same view, by any agent or
-  session, names the same archive and emits nothing more. An archive that is not one (id
+  session, names the same archive and emits nothing more (nor does a second answer of the same
+  call naming it). A capped answer records ``sent_lines``, the leading lines of the view it sent
+  whole, so the savings projection knows which archive lines the conversation already holds. An archive that is not one (id
   shape, sha256, counts: ``check_archive``) refuses the call with ``READ_INVALID_RECORD``.
   The composition of each answer
   (header, exact token count, head of a capped view, cap notice) is in
   ``leanctx.commands.read_compose``.
 - **scent and budget.** Another agent's active claim is noted inline (``[scent: claimed by
   cursor-dev-1, 4m ago]``); every read deposits HOT on the file, and a full read that is a
-  *bounce* (a non-stub compressed read of the same path and content in this conversation at most 3
-  calls before: the savings projection's definition) also deposits STUCK, in the same
+  *bounce* (a non-stub compressed read — not a ``lines:`` read, which sends plain lines — of the
+  same path and content in this conversation at most 3 calls before: the savings projection's
+  definition) also deposits STUCK, in the same
   transaction; ``enforce_budget`` refuses the
   whole call with ``BUDGET_EXCEEDED`` at 100 %; the tokens sent are consumed and at >= 80 % the
   budget's warning line is added to the last answer.
@@ -167,7 +171,11 @@ def check_cap(cap: object, code: str) -> None:
                            f" not {cap!r}")
 
 
-def stub_text(head: str, lines: int) -> str:
+def stub_text(head: str, lines: int, mode: str = "full") -> str:
+    """The stub of an unchanged re-read: what the conversation holds. A ``lines:`` view names its
+    lines (``[unchanged lines 1-30 of 147 · …]``); every other view the whole file's line count."""
+    if mode.startswith("lines:"):
+        return f"{head} [unchanged lines {mode[6:]} of {lines} · fresh=true to re-read]"
     return f"{head} [unchanged {lines} line{'' if lines == 1 else 's'} · fresh=true to re-read]"
 
 
@@ -183,6 +191,7 @@ class _Answer(msgspec.Struct):
     scent: str | None
     warning: str | None = None
     deferred: int | None = None  # a capped answer: tokens of the view left in the archive
+    sent_lines: int | None = None  # a capped answer: leading lines of the view sent whole
 
 
 def _diff_refused(ctx: CommandContext, path: str, base: str) -> str | None:
@@ -240,14 +249,15 @@ def record(ctx: CommandContext, cmd: RecordRead) -> list[ReadAnswer]:
                     and holds_whole(conn, agent, session, f.path, f.content_hash, (view.mode,), project=project))
         scent = claim_note(ctx, f.path)
         if stub:
-            text = stub_text(head, f.lines) + (f"\n{scent}" if scent else "")
+            text = stub_text(head, f.lines, view.mode) + (f"\n{scent}" if scent else "")
             n = count_tokens(text, cmd.encoding)
             done.append(_Answer(f, view, text, n, ref, True, False, None, scent))
         else:
             c = compose(cmd, f, view, head, scent, allowed, archives)
             if c.archive is not None:  # the operation's archive, recorded as given: it must be one
                 check_archive(c.archive, "READ_INVALID_RECORD")
-            done.append(_Answer(f, view, c.text, c.tokens, ref, False, c.capped, c.archive, scent, deferred=c.deferred))
+            done.append(_Answer(f, view, c.text, c.tokens, ref, False, c.capped, c.archive, scent, deferred=c.deferred,
+                                sent_lines=c.sent_lines))
         remaining = max(0, remaining - done[-1].tokens)
 
     total = sum(a.tokens for a in done)
@@ -261,23 +271,24 @@ def record(ctx: CommandContext, cmd: RecordRead) -> list[ReadAnswer]:
             final.tokens = new
             final.warning = after.warning_line
 
-    stuck: set[str] = set()
+    stuck: set[int] = set()  # the answers that are a bounce: one STUCK each
     if agent:
         compressed: set[tuple[str, str]] = set()  # earlier answers of this very call
-        for a in done:
+        answered: set[str] = set()  # paths a full read of this call already answered (the log's are resolved)
+        for i, a in enumerate(done):
             key = (a.f.path, a.f.content_hash)
-            if a.stub:  # a reference, not a compressed view: never bounces
+            if a.stub or a.view.mode.startswith("lines:"):  # a reference, or plain lines: never bounces
                 continue
             if a.view.mode != "full":
                 compressed.add(key)
                 continue
-            if key in compressed or is_bounce(ctx, a.f.path, a.f.content_hash):
-                stuck.add(a.f.path)
+            if key in compressed or (a.f.path not in answered and is_bounce(ctx, a.f.path, a.f.content_hash)):
+                stuck.add(i)
             compressed = {c for c in compressed if c[0] != a.f.path}
+            answered.add(a.f.path)
 
     out: list[ReadAnswer] = []
-    recorded: set[str] = set()  # archives of this call (emits are written when the handler returns)
-    for a in done:
+    for i, a in enumerate(done):
         f = a.f
         ctx.emit(
             f"file:{f.content_hash}",
@@ -286,14 +297,14 @@ def record(ctx: CommandContext, cmd: RecordRead) -> list[ReadAnswer]:
                      ref=a.ref, archive_id=a.archive.archive_id if a.archive else None, redactions=f.redactions,
                      session_id=session, encoding=cmd.encoding,
                      view_tokens=a.view.tokens if a.capped else None, deferred_tokens=a.deferred if a.capped else None,
-                     plain_tokens=a.view.tokens if a.view.mode.startswith("lines:") and not a.stub else None),
+                     plain_tokens=a.view.tokens if a.view.mode.startswith("lines:") and not a.stub else None,
+                     sent_lines=a.sent_lines if a.capped else None),
         )
-        if a.archive is not None and a.archive.archive_id not in recorded:  # once per archive, ever
-            recorded.add(a.archive.archive_id)
+        if a.archive is not None:  # once per archive, ever (record_archive skips one already queued)
             record_archive(ctx, a.archive)
         if agent:
             emit_deposit(ctx, f.path, "HOT")
-            if f.path in stuck:  # a bounce: the compressed read did not serve
+            if i in stuck:  # a bounce: the compressed read did not serve
                 emit_deposit(ctx, f.path, "STUCK")
         out.append(ReadAnswer(
             path=f.path, text=a.text, mode=shown_mode(a.view.mode), requested_mode=f.requested_mode, lines=f.lines,

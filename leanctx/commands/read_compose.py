@@ -27,13 +27,15 @@ DEFAULT_ENCODING = "o200k_base"  # = leanctx.context.tokens.DEFAULT_ENCODING (no
 
 class Composed(msgspec.Struct, frozen=True):
     """One composed answer: its text and token count; when capped, the archive holding the
-    whole view and the view's tokens left out of the answer (``deferred``)."""
+    whole view, the view's tokens left out of the answer (``deferred``) and how many of its
+    leading lines were sent whole (``sent_lines``; a line cut by characters is not one)."""
 
     text: str
     tokens: int
     capped: bool = False
     archive: ArchiveInfo | None = None
     deferred: int | None = None
+    sent_lines: int | None = None  # capped: how many leading lines of the view were sent whole
 
 
 def redact_keeping_lines(text: str) -> tuple[str, int]:
@@ -88,8 +90,13 @@ def header(head: str, label: str, lines: int, extras: list[str]) -> Callable[[in
     return make
 
 
-def _cap_notice(cap: int, aid: str, k: int, chars: int, line_len: int, total: int, rest_tokens: int) -> str:
-    """The notice of a capped answer: what was sent, where the rest is, the call that gets it."""
+def _cap_notice(cap: int, aid: str, k: int, chars: int, line_len: int, total: int, rest_tokens: int,
+                estimated: bool = False) -> str:
+    """The notice of a capped answer: what was sent, where the rest is, the call that gets it.
+    ``rest_tokens``: what following it will send (``expand``'s ``N:`` prefixes included)."""
+    if estimated:  # a long rest is priced from a sample of its lines (``leanctx.ops.followup``)
+        return _cap_notice(cap, aid, k, chars, line_len, total, rest_tokens).replace(
+            f"~{rest_tokens:,} tokens", f"~{rest_tokens:,} tokens, estimated from a sample", 1)
     if chars:  # line k + 1 alone did not fit: its first characters are sent
         step = min(line_len, 2 * chars)
         return (f"[capped at {cap:,} tokens: {'lines 1-' + str(k) + ' and ' if k else ''}"
@@ -141,10 +148,21 @@ def compose(cmd: RecordRead, f: ReadFile, view: ReadView, head: str, scent: str 
         cum = cumulative_tokens([ln + "\n" for ln in body_lines], enc)  # as the operation computes it
     total = len(body_lines)
 
+    priced: dict[tuple[int, int], tuple[int, bool]] = {}
+
+    def follow_up(k: int, chars: int) -> tuple[int, bool]:
+        """What the notice's next calls will send (``expand`` numbers its lines): priced once per cut."""
+        if (k, chars) not in priced:
+            from ..ops.followup import lines_rest
+
+            c = lines_rest(body_lines, k, chars, enc)
+            priced[(k, chars)] = (c.tokens, c.estimated)
+        return priced[(k, chars)]
+
     def build(k: int, chars: int = 0) -> tuple[str, int]:
-        rest_tokens = max(0, view.tokens - (cum[k - 1] if k else 0))
+        rest_tokens, estimated = follow_up(k, chars)
         notice = _cap_notice(cmd.cap_tokens, info.archive_id, k, chars, len(body_lines[k]) if chars else 0, total,
-                             rest_tokens)
+                             rest_tokens, estimated)
         part = "\n".join([*body_lines[:k], *([body_lines[k][:chars]] if chars else [])])
         r = ("\n" + part if part else "") + "\n" + notice
         if tail:
@@ -170,4 +188,4 @@ def compose(cmd: RecordRead, f: ReadFile, view: ReadView, head: str, scent: str 
         k = cut_lines(cum, max(0, (cum[k - 1] if k else 0) - (n - remaining) - 1))
         text, n = build(k)
     sent_tokens = (cum[k - 1] if k else 0) + (count_tokens(body_lines[k][:chars], enc) if chars else 0)
-    return Composed(text, n, True, info, max(0, view.tokens - sent_tokens))
+    return Composed(text, n, True, info, max(0, view.tokens - sent_tokens), k)

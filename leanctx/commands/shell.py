@@ -9,12 +9,17 @@ decide and record, inside the bus's write transaction:
   ``shell.ran`` on ``shell:<session or agent>``, and ``budget.consumed`` for the tokens sent.
   It never refuses on budget: the command has already run and its output is spent. A capped
   answer's accounting (``answer_tokens``, ``deferred_tokens``, ``capped_archive_id``) is
-  recorded on ``shell.ran`` as given: all three or none, and its archive among those recorded.
+  recorded on ``shell.ran`` as given: all three or none, and its archive among those recorded;
+  ``line_spans`` (optional, only with them): the lines of that answer sent whole, as runs.
 - ``shell.check``: the budget guard of a run, dispatched only when a read-only pre-check
   found the agent's budget exhausted, so that the refusal (``BUDGET_EXCEEDED``) is decided
   under the write lock and recorded in the log like every other refusal.
 - ``archive.expand``: part of an archive was sent back. Enforces the budget (an expand is a
-  read), emits ``archive.expanded`` on ``archive:<id>`` and ``budget.consumed``.
+  read), emits ``archive.expanded`` on ``archive:<id>`` and ``budget.consumed``. Besides
+  ``sent_tokens`` (the whole answer), the operation may give ``text_tokens`` (the archived text
+  returned, without ``N:`` prefixes or notices) and ``line_spans`` (the archive lines sent
+  whole, as ascending disjoint runs ``[first, last]``, at most ``MAX_LINE_SPANS`` of them): the
+  savings projection credits an expansion with them (``SHELL_INVALID_RECORD`` when malformed).
 
 Text never enters the log: only the command line (redacted), counts and archive ids.
 ``ops.shell`` redacts the command line before dispatching; ``shell.record`` redacts it again,
@@ -47,6 +52,7 @@ __all__ = [
 
 MAX_COMMAND_CHARS = 2000
 MAX_SELECTOR_CHARS = 300
+MAX_LINE_SPANS = 256  # runs of lines a record carries; past it the operation gives none (None)
 
 
 def stream_of(ctx: CommandContext) -> str:
@@ -73,6 +79,7 @@ class RecordShell(Command, frozen=True):
     answer_tokens: int | None = None
     deferred_tokens: int | None = None
     capped_archive_id: str | None = None
+    line_spans: list[list[int]] | None = None  # a capped answer (optional): its lines sent whole, as runs
 
 
 class CheckShellBudget(Command, frozen=True):
@@ -83,8 +90,10 @@ class ExpandArchive(Command, frozen=True):
     name = "archive.expand"
     archive_id: str
     selector: str  # full | head:N | tail:N | lines:A-B | grep:RE
-    sent_tokens: int
+    sent_tokens: int  # the whole answer, line prefixes and notices included
     encoding: str | None = None
+    text_tokens: int | None = None  # the archived text returned, without ``N:`` prefixes or notices
+    line_spans: list[list[int]] | None = None  # archive lines sent whole: ascending disjoint [first, last] runs
 
 
 class ShellRecorded(msgspec.Struct, frozen=True):
@@ -113,6 +122,8 @@ def _check_cap_fields(cmd: RecordShell, archives: list[ArchiveInfo]) -> None:
     capped answer's archive among those recorded (its rest must be expandable)."""
     given = (cmd.answer_tokens is not None, cmd.deferred_tokens is not None, cmd.capped_archive_id is not None)
     if not any(given):
+        if cmd.line_spans is not None:
+            raise InvalidInput("SHELL_INVALID_RECORD", "line_spans are recorded only for a capped run")
         return
     if not all(given):
         raise InvalidInput("SHELL_INVALID_RECORD",
@@ -122,9 +133,27 @@ def _check_cap_fields(cmd: RecordShell, archives: list[ArchiveInfo]) -> None:
     if _count(cmd.deferred_tokens, "deferred_tokens") > answer:
         raise InvalidInput("SHELL_INVALID_RECORD",
                            f"deferred_tokens ({cmd.deferred_tokens}) cannot exceed answer_tokens ({answer})")
+    _check_spans(cmd.line_spans)
     if cmd.capped_archive_id not in {a.archive_id for a in archives}:
         raise InvalidInput("SHELL_OMISSION_WITHOUT_ARCHIVE",
                            f"the capped answer's archive {cmd.capped_archive_id!r} is not among the archives recorded")
+
+
+def _check_spans(spans: list[list[int]] | None) -> None:
+    """``line_spans`` (of an expansion, or of a capped run): at most ``MAX_LINE_SPANS`` runs
+    ``[first, last]`` of lines numbered from 1, ascending and disjoint."""
+    if spans is None:
+        return
+    if len(spans) > MAX_LINE_SPANS:
+        raise InvalidInput("SHELL_INVALID_RECORD", f"line_spans holds at most {MAX_LINE_SPANS} runs, not {len(spans)}"
+                           " (give none when there are more)")
+    after = 0
+    for span in spans:
+        if (len(span) != 2 or any(isinstance(v, bool) or not isinstance(v, int) for v in span)
+                or not after < span[0] <= span[1]):
+            raise InvalidInput("SHELL_INVALID_RECORD", f"line_spans must be ascending, disjoint [first, last] runs of"
+                               f" lines numbered from 1; got {span!r} after line {after}")
+        after = span[1]
 
 
 @handles(
@@ -168,6 +197,7 @@ def record_shell(ctx: CommandContext, cmd: RecordShell) -> ShellRecorded:
             answer_tokens=cmd.answer_tokens,
             deferred_tokens=cmd.deferred_tokens,
             capped_archive_id=cmd.capped_archive_id,
+            line_spans=cmd.line_spans,
         ),
     )
     budget = _consume(ctx, cmd.sent_tokens, "ctx_compress" if cmd.captured else "ctx_shell")
@@ -183,10 +213,14 @@ def check_shell_budget(ctx: CommandContext, cmd: CheckShellBudget) -> BudgetStat
 def expand_archive(ctx: CommandContext, cmd: ExpandArchive) -> Expanded:
     check_archive_id(cmd.archive_id)
     _count(cmd.sent_tokens, "sent_tokens")
+    if cmd.text_tokens is not None:
+        _count(cmd.text_tokens, "text_tokens")
+    _check_spans(cmd.line_spans)
     enforce_budget(ctx)
     ctx.emit(
         f"archive:{cmd.archive_id}",
         ArchiveExpanded(archive_id=cmd.archive_id, selector=cmd.selector[:MAX_SELECTOR_CHARS],
-                        sent_tokens=cmd.sent_tokens, session_id=ctx.session_id, encoding=cmd.encoding),
+                        sent_tokens=cmd.sent_tokens, session_id=ctx.session_id, encoding=cmd.encoding,
+                        text_tokens=cmd.text_tokens, line_spans=cmd.line_spans),
     )
     return Expanded(budget=_consume(ctx, cmd.sent_tokens, "ctx_expand"))

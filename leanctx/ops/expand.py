@@ -10,10 +10,17 @@ inclusive), for lines too long to send whole (a minified file is one line).
 
 The cap: every answer is at most the read cap (``ops.cap``: 20,000 tokens, ``max_tokens``
 lowers it, at least ``MIN_CAP_TOKENS`` (200) and at most 24,000). Past it, the answer ends with
-a notice saying how many selected lines were not sent, about how many tokens they hold, and the
-call that continues from the first line not sent (``--lines N-M``); a first line too long for
-the cap is cut by characters (a prefix of it is always sent, so following notices always makes
-progress) and the notice names the ``--lines 'L[A-B]'`` call for the rest of it.
+a notice saying how many selected lines were not sent, about how many tokens following it will
+cost (``~N tokens not sent``: the rows as the ``--lines`` answers send them, ``N:`` prefixes
+included, and the rest of a line cut by characters as it is; ``leanctx.ops.followup``), and
+the call that continues from the first line not sent (``--lines N-M``); a first line too long
+for the cap is cut by characters (a prefix of it is always sent, so following notices always
+makes progress) and the notice names the ``--lines 'L[A-B]'`` call for the rest of it.
+
+Chains through a huge archive stay linear: an answer counts its lines only as far as the cap
+reaches (``cap_lines`` with ``rest``), and a rest longer than ``followup.EXACT_CHARS`` is
+estimated from a sample of its rows (the notice then says ``estimated from a sample of
+them``), so each answer costs about its own size, not that of everything after it.
 
 Chains: an answer to ``L[A-B]`` that stops short of the end of line L (sent whole, or cut) ends
 with a notice naming the next character range (``line 1 goes on to char 358,732 · next: …
@@ -42,10 +49,18 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from ..archive import ArchiveStore
-from ..commands.shell import ExpandArchive
+from ..commands.shell import MAX_LINE_SPANS, ExpandArchive
 from ..context.secrets import redact
 from ..errors import InvalidInput
-from .cap import ANSWER_CAP_TOKENS, MAX_CAP_TOKENS, MIN_CAP_TOKENS, Cut, cap_lines, char_prefix
+from .cap import (
+    ANSWER_CAP_TOKENS,
+    MAX_CAP_TOKENS,
+    MIN_CAP_TOKENS,
+    Cut,
+    cap_lines,
+    char_prefix,
+)
+from .followup import Cost, number_chars, numbered_cost, plain_cost
 
 if TYPE_CHECKING:
     from ..app import LeanCtx
@@ -182,10 +197,37 @@ def _notice(archive_id: str, all_lines: list[str], chosen: list[tuple[int, str]]
             if grep:
                 then = f"narrow the regex, or {then} (every line from the next match on)"
             parts.append(f"{cut.unsent} more selected line{'s' if cut.unsent != 1 else ''} not sent · next: {then}")
-        return (f"[… {' · '.join(parts)} (~{cut.rest_tokens:,} tokens not sent; answers are capped at"
+        how = ", estimated from a sample of them" if cut.estimated else ""
+        return (f"[… {' · '.join(parts)} (~{cut.rest_tokens:,} tokens not sent{how}; answers are capped at"
                 f" {cap:,} tokens)]")
 
     return make
+
+
+def _rest(chosen: list[tuple[int, str]], rendered: list[str], numbered: bool, first_char: int,
+          encoding: str) -> Callable[[int, int], Cost]:
+    """What following a cut's notice costs (``leanctx.ops.followup``): the rest of a line cut
+    by characters as it is (``L[A-B]`` answers), then the lines not sent numbered ``N:line``
+    (``--lines`` answers number them, whatever this answer did)."""
+
+    def rest(head: int, chars: int) -> Cost:
+        cost = Cost(0)
+        if first_char:  # characters of one line: the rest goes on in character ranges, as it is
+            return plain_cost(chosen[0][1][chars:], encoding)
+        if chars:
+            text = chosen[head][1]
+            sent = max(0, chars - (len(rendered[head]) - len(text)))  # less the "N:" prefix of a numbered line
+            cost = plain_cost(text[sent:], encoding)
+            head += 1
+        rows = len(chosen) - head
+        if rows <= 0:
+            return cost
+        size = sum(map(len, rendered[head:])) + rows  # with their newlines
+        if not numbered:  # contiguous lines (whole, head, tail): their "N:" prefixes are still to come
+            size += number_chars(chosen[head][0], chosen[-1][0]) + rows
+        return cost + numbered_cost(chosen[head:], encoding, size)
+
+    return rest
 
 
 def _goes_on(archive_id: str, all_lines: list[str], chosen: list[tuple[int, str]], first_char: int, cap: int,
@@ -212,8 +254,35 @@ def _goes_on(archive_id: str, all_lines: list[str], chosen: list[tuple[int, str]
             f" '{k}[{end + 1}-{last}]' ({len(line) - end:,} characters not sent)]")
 
 
+def _delivered(chosen: list[tuple[int, str]], rendered: list[str], cut: Cut | None, first_char: int,
+               encoding: str) -> tuple[int, list[list[int]] | None]:
+    """What the answer delivered of the archive, for the savings: the tokens of the archived text
+    it returned (without ``N:`` prefixes or notices) and the archive lines it sent whole, as
+    ascending runs ``[first, last]`` (``None`` for a part of one line, ``L[A-B]``, which the
+    savings judge by its selector, and past ``MAX_LINE_SPANS`` runs)."""
+    from ..context.tokens import count_tokens
+
+    whole = chosen if cut is None else chosen[:cut.head] + (chosen[len(chosen) - cut.tail:] if cut.tail else [])
+    texts = [text for _, text in whole]
+    if cut is not None and cut.chars:  # the first characters of the line the cap cut, less its prefix
+        k, text = chosen[cut.head]
+        texts.insert(cut.head, text[:max(0, cut.chars - (len(rendered[cut.head]) - len(text)))])
+    tokens = count_tokens("\n".join(texts), encoding) if texts else 0
+    if first_char:
+        return tokens, None
+    spans: list[list[int]] = []
+    for k, _ in whole:
+        if spans and spans[-1][1] == k - 1:
+            spans[-1][1] = k
+        elif spans and k <= spans[-1][1]:
+            continue  # lines come ascending; a repeat is already counted
+        else:
+            spans.append([k, k])
+    return tokens, (spans if len(spans) <= MAX_LINE_SPANS else None)
+
+
 def expand(
-    lc: "LeanCtx",
+    lc: LeanCtx,
     archive_id: str,
     head: int | None = None,
     tail: int | None = None,
@@ -250,21 +319,25 @@ def expand(
     rendered = [f"{k}:{ln}" if numbered else ln for k, ln in chosen]
     truncated = 0
     capped = False
+    cut: Cut | None = None
     if grep is not None and not chosen:
         body = f"[no line of {archive_id} matches {grep!r}]"
     else:
         goes_on = _goes_on(archive_id, all_lines, chosen, first_char, cap, encoding)
         room = cap - (count_tokens("\n" + goes_on, encoding) if goes_on else 0)
         body, cut = cap_lines(rendered, room, _notice(archive_id, all_lines, chosen, rendered, cap, grep is not None,
-                                                       first_char), encoding=encoding)
+                                                       first_char), encoding=encoding,
+                              rest=_rest(chosen, rendered, numbered, first_char, encoding))
         if cut is not None:
             truncated, capped = cut.unsent, True
         elif goes_on:
             body = f"{body}\n{goes_on}"
-    sent = count_tokens(body, encoding)
+    sent = cut.text_tokens if cut is not None else count_tokens(body, encoding)  # the cap counted its text already
+    text_tokens, spans = _delivered(chosen, rendered, cut, first_char, encoding)
     red = redact(selector)  # a regex the agent typed could itself hold a secret
     res = lc.bus.dispatch(
-        ExpandArchive(archive_id=archive_id, selector=red.text, sent_tokens=sent, encoding=encoding),
+        ExpandArchive(archive_id=archive_id, selector=red.text, sent_tokens=sent, encoding=encoding,
+                      text_tokens=text_tokens, line_spans=spans),
         actor=actor, session_id=session_id, project=project, now=now,
     ).value
     warning = res.budget.warning_line if res.budget is not None else None

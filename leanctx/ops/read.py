@@ -10,7 +10,10 @@ For each path, outside the transaction:
    mtime + size fast check (an unchanged file, by its recorded stat and not racily clean,
    is neither read nor hashed: its recorded sha256 and cached redacted blob stand for it), else
    the bytes are read and hashed (sha256); decoding shows bytes that are not UTF-8 as U+FFFD
-   and CR-only line ends as LF, and the answer's header says how many of each.
+   and CR-only line ends as LF, and the answer's header says how many of each. A file over
+   ``MAX_FILE_BYTES`` (8 MiB) is refused (``READ_FILE_TOO_LARGE``) except by a ``lines:`` read,
+   which streams it for just its ranges (``leanctx.ops.read_huge``: the header says
+   ``streamed: over 8 MiB``; redaction and the cap apply as to any view; nothing is cached).
 2. **the session's intent**: ``auto`` with neither ``intent`` nor ``task`` takes the task of the
    caller's session (``lean-ctx session task``; the session is ``session_id``, else
    ``default-<agent>`` as for the session verbs) as its intent; the reason and the header say so.
@@ -22,10 +25,11 @@ For each path, outside the transaction:
 5. **view**: the read mode's rendering of the redacted text, through the view cache
    (``leanctx.cache.views``, keyed by content hash, mode and options, shared by every agent of
    the project). ``raw`` views are rendered from the real text and never cached.
-6. **the cap**: views that may not fit under the answer cap are archived (redacted) beforehand,
-   with the running token counts of their lines, so that the handler can send their head and
-   point at the rest. Every count is in the call's encoding spec, its correction factor
-   applied (``cl100k_base*1.1``: ``leanctx.context.tokens.cumulative_tokens``).
+6. **the cap** (``leanctx.ops.read_cap``): views that may not fit under the answer cap are
+   archived (redacted) beforehand, with the running token counts of their lines, so that the
+   handler can send their head and point at the rest. Every count is in the call's encoding
+   spec, its correction factor applied (``cl100k_base*1.1``:
+   ``leanctx.context.tokens.cumulative_tokens``).
 
 ``diff`` renders against the redacted text of the version this conversation last received
 (its content hash from the ``deliveries`` projection, its text from the cache); without one,
@@ -41,13 +45,10 @@ CLI exits non-zero only then. A refused decision (``BUDGET_EXCEEDED``) still fai
 from __future__ import annotations
 
 import hashlib
-
 import os
 import re
 from collections.abc import Sequence
 from typing import Any
-
-import msgspec
 
 from ..archive import ArchiveStore
 from ..cache.views import Blob, View, ViewCache, options_key, views_for
@@ -56,8 +57,6 @@ from ..commands.read import (
     MAX_CAP_TOKENS,
     MAX_PATHS,
     MIN_CAP_TOKENS,
-    NOTICE_RESERVE,
-    ArchiveInfo,
     ReadAnswer,
     ReadFile,
     ReadView,
@@ -69,12 +68,14 @@ from ..context.errors import ContextError
 from ..context.modes import parse_ranges
 from ..context.modes import read as render
 from ..context.modes.auto import SESSION_TASK, intent_label
-from ..context.tokens import DEFAULT_ENCODING, count_tokens, cumulative_tokens
+from ..context.tokens import DEFAULT_ENCODING, count_tokens
 from ..errors import InvalidInput, LeanCtxError
 from ..paths import PathRefused, workspace_root
 from ..projections.deliveries import latest_delivery
 from ..projections.sessions import get_session
+from .read_cap import foresee_cap
 from .read_failures import Failed, ReadFailure, all_failed, failure, path_of
+from .read_huge import Streamed, render_streamed
 from .read_load import (
     ALLOW_SECRETS_ENV,
     MAX_FILE_BYTES,
@@ -267,57 +268,18 @@ def _prepare(cache: ViewCache, f: Loaded, *, mode: str, task: str | None, intent
     return _file(f, blob, requested, mk(v, key, label)), red, None
 
 
+def _prepare_streamed(f: Streamed, arg: str, *, raw: bool, encoding: str) -> tuple[ReadFile, View, None]:
+    """A ``lines:`` read of a file over the read limit (``leanctx.ops.read_huge``)."""
+    v, red, n = render_streamed(f, encoding, raw=raw)
+    key = _key("lines", arg, f.lines)
+    rv = _read_view(v, key, key, encoding, more=[*decode_notes(f.stat), f"streamed: over {MAX_FILE_BYTES >> 20} MiB"])
+    return ReadFile(path=f.rel, content_hash=f.sha, lines=f.lines, raw_tokens=f.raw_tokens, redactions=n,
+                    requested_mode=f"lines:{arg}", view=rv), red, None
+
+
 def _file(f: Loaded, blob: Blob, requested: str, view: ReadView, alt: ReadView | None = None) -> ReadFile:
     return ReadFile(path=f.rel, content_hash=f.sha, lines=blob.lines, raw_tokens=blob.tokens,
                     redactions=blob.redactions, requested_mode=requested, view=view, alt=alt)
-
-
-# --- the cap -------------------------------------------------------------------------
-
-
-def _cumulative(body: str, encoding: str) -> list[int]:
-    """Running token counts of the body's lines (each with its newline), in the encoding spec
-    ``encoding``, its correction factor applied (the handler cuts the view with them)."""
-    b = body.removesuffix("\n")
-    if not b:
-        return []
-    return cumulative_tokens([ln + "\n" for ln in b.split("\n")], encoding)
-
-
-def _archive(store: ArchiveStore, v: View, encoding: str) -> ArchiveInfo:
-    aid, digest, _ = store.put(v.text)
-    body = v.text.removesuffix("\n")
-    return ArchiveInfo(aid, digest, len(v.text.encode("utf-8", "surrogatepass")),
-                       len(body.split("\n")) if body else 0, v.tokens, source="read")
-
-
-def _fit(view: ReadView, red_view: View | None, need: int, allowed: int, encoding: str,
-         store: ArchiveStore) -> ReadView:
-    if need <= allowed or red_view is None:
-        return view
-    return msgspec.structs.replace(view, cum=_cumulative(view.body, encoding),
-                                   archive=_archive(store, red_view, encoding))
-
-
-def _foresee_cap(files: list[ReadFile], redacted: list[tuple[View, View | None]], cap: int, encoding: str,
-                 store: ArchiveStore) -> list[ReadFile]:
-    """Archive every view that might not fit, assuming every answer is content (stubs only
-    leave more room, so the handler never caps a view that was not archived here)."""
-    remaining = cap
-    out: list[ReadFile] = []
-    for i, (f, (red, alt_red)) in enumerate(zip(files, redacted, strict=True)):
-        allowed = max(0, remaining - NOTICE_RESERVE * (len(files) - i - 1))
-        margin = 64 + len(f.path) + sum(len(n) for n in f.view.notes) // 2
-        need = f.view.tokens + margin
-        view = _fit(f.view, red, need, allowed, encoding, store)
-        alt = None
-        if f.alt is not None:
-            alt_need = f.alt.tokens + margin
-            alt = _fit(f.alt, alt_red, alt_need, allowed, encoding, store)
-            need = max(need, alt_need)
-        out.append(msgspec.structs.replace(f, view=view, alt=alt))
-        remaining = max(0, remaining - min(need, allowed))
-    return out
 
 
 # --- the operation ---------------------------------------------------------------------
@@ -366,12 +328,14 @@ def read_files(
     if not os.path.isdir(root):
         raise InvalidInput("READ_INVALID_PROJECT", f"the project root {root} is not a directory")
     cache = views_for(lc)
-    entries: list[Loaded | Failed] = []  # in the order asked, one per distinct path
+    entries: list[Loaded | Streamed | Failed] = []  # in the order asked, one per distinct path
     seen: set[str] = set()
+    name, arg = _normalize_mode(mode)
     for p in paths:
-        f: Loaded | Failed
+        f: Loaded | Streamed | Failed
         try:
-            f = load(p, root, cache, encoding=encoding, trust_stat=not (raw or fresh))
+            f = load(p, root, cache, encoding=encoding, trust_stat=not (raw or fresh),
+                     lines=arg if name == "lines" else None)
             key = f.rel
         except LeanCtxError as exc:
             key = path_of(p, exc)
@@ -379,7 +343,6 @@ def read_files(
         if key not in seen:
             seen.add(key)
             entries.append(f)
-    name = mode.strip().partition(":")[0].lower()
     session_task = _session_task(lc, actor, session_id, project, root) if (
         name == "auto" and not intent and not task and any(isinstance(e, Loaded) for e in entries)) else None
     conv = bool(actor and session_id)
@@ -391,9 +354,12 @@ def read_files(
             continue
         latest = latest_delivery(conn, actor, session_id, e.rel, project=project) if conn is not None else None
         try:
-            rf, red, alt_red = _prepare(cache, e, mode=mode, task=task, intent=intent or session_task, raw=raw,
-                                        encoding=encoding, latest_hash=latest.content_hash if latest else None,
-                                        conv=conv, session_intent=session_task is not None)
+            if isinstance(e, Streamed):
+                rf, red, alt_red = _prepare_streamed(e, arg, raw=raw, encoding=encoding)
+            else:
+                rf, red, alt_red = _prepare(cache, e, mode=mode, task=task, intent=intent or session_task, raw=raw,
+                                            encoding=encoding, latest_hash=latest.content_hash if latest else None,
+                                            conv=conv, session_intent=session_task is not None)
         except LeanCtxError as exc:  # a lines: range past this file's end, ...
             entries[i] = Failed(e.rel, exc)
             continue
@@ -403,12 +369,11 @@ def read_files(
     if not files:
         raise all_failed(failed)
     store = ArchiveStore.beside(lc.db)
-    files = _foresee_cap(files, redacted, cap, encoding, store)
+    files = foresee_cap(files, redacted, cap, encoding, store)
     cmd = RecordRead(files=files, fresh=fresh, raw=raw, cap_tokens=cap, encoding=encoding,
                      archive_root=str(store.root))
     res = lc.bus.dispatch(cmd, actor=actor, session_id=session_id, project=project, now=now)
     answers = iter(list(res.value))
-    name, arg = _normalize_mode(mode)
     requested = name if not arg else f"{name}:{arg}"
     return [failure(e, requested, encoding) if isinstance(e, Failed) else next(answers) for e in entries]
 

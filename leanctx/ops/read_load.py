@@ -19,9 +19,11 @@ fast check, and decoding.
    reading is recorded beside the hash, with the time the hash was taken (so a later read can
    tell a racily clean record); a file whose size changed while it was read is recorded as
    never trusted.
-   A file over ``MAX_FILE_BYTES`` (8 MiB) is refused (``READ_FILE_TOO_LARGE``), in every mode
-   (``lines:`` too: ranges are cut from the whole loaded text); the message names the commands
-   that do reach it, ``lean-ctx shell -- sed -n 'N,Mp' FILE`` and ``… grep -n PATTERN FILE``.
+   A file over ``MAX_FILE_BYTES`` (8 MiB) is refused (``READ_FILE_TOO_LARGE``) in every mode
+   but ``lines:``; the message names the commands that do reach it, ``lean-ctx shell -- sed -n
+   'N,Mp' FILE``, ``… grep -n PATTERN FILE`` and a ``lines:`` read. A ``lines:`` read of such a
+   file is streamed (``leanctx.ops.read_huge``: only the lines asked for are kept, the sha256
+   is computed on the way, nothing is cached).
 5. **decoding**: UTF-8; each byte that is not UTF-8 becomes one U+FFFD (``bad_bytes`` counts
    them, and the answer's header says so), and CR-only line ends (old Mac files: a CR not
    followed by LF) become LF (``cr_breaks``), so every mode, ``lines:`` range and line count
@@ -37,6 +39,7 @@ import re
 import shlex
 import stat as stat_mod
 import time
+from typing import TYPE_CHECKING
 
 from ..cache.views import Blob, FileStat, ViewCache, stat_is_trusted
 from ..commands.read import redact_keeping_lines
@@ -45,6 +48,9 @@ from ..context.modes import source_lines
 from ..context.tokens import count_tokens
 from ..errors import CommandError, InvalidInput, NotFound
 from ..paths import PathRefused, normalize
+
+if TYPE_CHECKING:
+    from .read_huge import Streamed
 
 __all__ = ["ALLOW_SECRETS_ENV", "MAX_FILE_BYTES", "Loaded", "blob_of", "decode", "decode_notes", "load"]
 
@@ -127,7 +133,9 @@ def _open(full: str, rel: str, root: str) -> int:
         raise InvalidInput("READ_UNREADABLE", f"cannot open {rel}: {exc.strerror}", path=rel) from None
 
 
-def _check(st: os.stat_result, full: str, rel: str, root: str) -> None:
+def _check(st: os.stat_result, full: str, rel: str, root: str, *, stream: bool = False) -> bool:
+    """Refuse what is not a regular file inside the project; True: over the size limit, and
+    ``stream`` (a ``lines:`` read) allows it."""
     if stat_mod.S_ISDIR(st.st_mode):
         raise InvalidInput("READ_IS_DIRECTORY", f"{rel} is a directory; name a file inside it", path=rel)
     if not stat_mod.S_ISREG(st.st_mode):
@@ -136,13 +144,17 @@ def _check(st: os.stat_result, full: str, rel: str, root: str) -> None:
     if not real.startswith(root.rstrip(os.sep) + os.sep):
         raise InvalidInput("READ_PATH_OUTSIDE_PROJECT", f"{rel} moved outside the project while being read", path=rel)
     if st.st_size > MAX_FILE_BYTES:
+        if stream:
+            return True
         q = shlex.quote(rel)
         raise InvalidInput(
             "READ_FILE_TOO_LARGE",
             f"{rel} is {st.st_size:,} bytes; lean-ctx reads files up to {MAX_FILE_BYTES:,} bytes, and search skips"
             f" larger ones: show its lines N-M with lean-ctx shell -- sed -n 'N,Mp' {q}, find lines with lean-ctx"
-            f" shell -- grep -n PATTERN {q} (the shell's output is redacted too)", path=rel,
+            f" shell -- grep -n PATTERN {q} (the shell's output is redacted too); a read in mode lines:N-M"
+            " streams just those lines", path=rel,
         )
+    return False
 
 
 def _read_all(fd: int, rel: str) -> bytes:
@@ -161,16 +173,21 @@ def _read_all(fd: int, rel: str) -> bytes:
     return data
 
 
-def load(raw_path: str, root: str, cache: ViewCache, *, encoding: str, trust_stat: bool = True) -> Loaded:
+def load(raw_path: str, root: str, cache: ViewCache, *, encoding: str, trust_stat: bool = True,
+         lines: str | None = None) -> Loaded | Streamed:
     """Load one file (see the module doc); refusals raise ``LeanCtxError`` with stable codes.
-    ``trust_stat=False`` (``raw`` and ``fresh`` reads) always reads and hashes the bytes."""
+    ``trust_stat=False`` (``raw`` and ``fresh`` reads) always reads and hashes the bytes.
+    ``lines`` (the ranges of a ``lines:`` read): a file over the limit is streamed for them."""
     rel = _jail(raw_path, root)
     full = os.path.join(root, rel)
     fd = _open(full, rel, root)
     try:
         hashed_ns = time.time_ns()  # before the stat: a write after it lands at or after this instant
         st = os.fstat(fd)
-        _check(st, full, rel, root)
+        if _check(st, full, rel, root, stream=lines is not None):
+            from .read_huge import stream_lines
+
+            return stream_lines(fd, rel, st, lines or "", hashed_ns, encoding)
         if trust_stat:
             known = cache.last_stat(rel)
             if known is not None and stat_is_trusted(known, st):

@@ -65,8 +65,8 @@ NAMED_LARGE = 3  # files not searched for their size that a note names
 
 def large_note(query: str, paths: list[str], why: str, then: str, grep: list[str]) -> str:
     """The note on files not searched for their size: how many, the first ``NAMED_LARGE`` of
-    them, and the command that searches those over the read limit (``grep``), which a read
-    cannot load: the query itself as the pattern when it holds no secret, else ``PATTERN``."""
+    them, and the command that searches those over the read limit (``grep``), which only a
+    ``lines:`` read can reach (streamed): the query itself as the pattern when it holds no secret, else ``PATTERN``."""
     import shlex
 
     n = len(paths)
@@ -76,7 +76,8 @@ def large_note(query: str, paths: list[str], why: str, then: str, grep: list[str
         pattern = shlex.quote(query) if redact(query).count == 0 else "PATTERN"
         flags = "-nE" if any(c.isupper() for c in query) else "-niE"
         note += (f"; search {'it' if len(grep) == 1 else 'them'} with: lean-ctx shell -- grep {flags} {pattern} "
-                 + " ".join(shlex.quote(p) for p in grep[:NAMED_LARGE]))
+                 + " ".join(shlex.quote(p) for p in grep[:NAMED_LARGE])
+                 + ", then read the lines it finds with --mode lines:N-M (streamed)")
     return note
 
 

@@ -222,6 +222,14 @@ def _cap(store: ArchiveStore, text: str, cap: int, encoding: str) -> tuple[str, 
 # ----------------------------------------------------------------------------- compress + record
 
 
+def _sent_spans(cut: Cut) -> list[list[int]]:
+    """The lines of the capped answer's archive it sent whole: its head and its tail, as runs."""
+    spans = [[1, cut.head]] if cut.head else []
+    if cut.tail:
+        spans.append([cut.total - cut.tail + 1, cut.total])
+    return spans
+
+
 def _process(
     lc: "LeanCtx",
     *,
@@ -290,7 +298,8 @@ def _process(
                     captured=captured, redactions=redactions, encoding=encoding,
                     extra_archives=[cut_info] if cut_info is not None and cut_info is not info else [],
                     answer_tokens=answer_tokens, deferred_tokens=deferred,
-                    capped_archive_id=cut_info.archive_id if cut_info is not None else None),
+                    capped_archive_id=cut_info.archive_id if cut_info is not None else None,
+                    line_spans=_sent_spans(cut) if cut is not None else None),
         actor=actor, session_id=session_id, project=project, now=now,
     ).value
     budget: BudgetState | None = rec.budget

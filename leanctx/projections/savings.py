@@ -10,7 +10,11 @@ re-exported here); the per-event rules (baselines, deferral, dimensions) are in
 
 **Accounting.** ``raw`` is what a plain tool would have sent, ``sent`` what lean-ctx sent, and
 ``saved = raw − sent`` for every row and every group — negative savings are kept, never
-clamped. Per kind:
+clamped. **No call's raw exceeds ``PLAIN_RESULT_LIMIT``** (25,000 tokens, in
+``savings_rules``): clients reject tool results past it, so no plain tool's answer to one call
+is larger (``seq 1 30000`` through a plain shell is refused or cut, not 89,000 tokens read).
+Every kind's baseline below is capped at it, per row; the events keep their ``raw_tokens`` as
+measured (``raw_tokens_recorded`` in reports). Per kind:
 
 - ``file.read``: raw is what a plain read of what was asked would have sent: the whole file
   (``raw_tokens``) for every mode that reads the whole file (full, map, signatures, diff,
@@ -26,8 +30,11 @@ clamped. Per kind:
   (``savings_views``). So a stub of a full read saves the file, a stub of a 10-line view saves
   those 10 lines, a stub of a map saves the map. Without such a delivery on record: ``min(raw,
   sent)``.
-- ``shell.ran`` / ``search.ran``: raw and sent as recorded on the event, except for a capped
-  answer (below).
+- ``shell.ran``: raw and sent as recorded on the event, except for a capped answer (below).
+- ``search.ran``: a ``regex`` search counts its raw as recorded (the uncapped ``path:line:``
+  listing a plain grep sends). ``bm25``, ``semantic`` and ``fused`` searches have no plain
+  equivalent — their raw is lean-ctx's own ranked listing, not anything a plain tool would
+  send — so their raw is what was sent: neither a saving nor a cost (``PLAIN_SEARCH_METHODS``).
 - a **capped read** (a ``file.read`` with an ``archive_id``): a cap defers content to an
   archive, it does not compress it, so only the part of the baseline the answer covered is raw:
   ``baseline × (view_tokens − deferred_tokens) / view_tokens`` (integer division; for a ``full``
@@ -54,15 +61,22 @@ clamped. Per kind:
   owed for that archive (``savings_deferred``, per archive and conversation; a view that
   compressed the file scales them back to raw), the expansion's raw is what it delivered of
   them, and its ``deferred_tokens`` are negative by as much. So a capped read (or shell run)
-  plus the expansion of its rest saves what the plain tool would have, and re-expanding what
-  was already sent is a cost. What an expansion delivered is its ``sent_tokens``, the only
-  count ``archive.expanded`` carries: for a numbered selection (``lines A-B``, ``grep``) that
-  includes the ``N:`` line prefixes (5-15 % of the text) and any cap notice, so a *partial*
-  expansion redeems up to that much more than the archived text it returned. It is bounded:
-  redemptions never exceed what was deferred, so a capped answer plus expansions never counts
-  more raw than the plain baseline, and expanding the whole rest redeems exactly it (the
-  prefixes then show as cost). Exact per-expansion figures need the event to carry the tokens
-  of the archived text returned. The row is charged to the tool
+  plus the expansion of its rest saves what the plain tool would have. What an expansion
+  delivered is the archived text it returned: ``text_tokens`` (without the ``N:`` line
+  prefixes and notices, at most ``sent_tokens``), else — events without the field —
+  ``sent_tokens`` (prefixes included: a partial expansion then redeems up to 5-15 % more than
+  the text it returned; bounded, as redemptions never exceed what was deferred).
+  **Lines the conversation already holds are a cost, not a redemption.** ``savings_deferred``
+  keeps, per archive and conversation, the archive lines it holds (``held``, runs): the lines
+  the latest capped answer sent whole (a read's ``sent_lines``; a capped shell answer's
+  ``line_spans`` when recorded), plus the lines expansions sent since. An expansion with
+  ``line_spans`` (the archive lines it sent whole) redeems only its share of lines not held
+  (``delivered × new lines / its lines``; a character range of one line, no whole line, counts
+  whole) and holds them from then on; one without them redeems nothing when every line its
+  ``selector`` names (``lines:A-B``, ``lines:L[..]``, ``head``, ``tail``, ``full``) is held —
+  whatever it sent is a repeat — and otherwise as much as it delivered (``grep``, or a selection
+  reaching past what is held: what it sent is unknown). So re-expanding what a capped read
+  already sent is a cost. The row is charged to the tool
   (and mode / family / extension / path) of the call whose answer was archived: known from the
   context event that carries the ``archive_id`` (or ``capped_archive_id``), else from
   ``archive.created``'s ``source``, else the tool is ``expand``.
@@ -80,9 +94,11 @@ counted: only calls that produced a context event (read, shell, search, expand, 
 counter, so coordination traffic (heartbeats, chat, locks) never pushes a bounce out of its
 window, and refused calls (no context event) do not count.
 
-**Bounce.** A *compressed read* is a non-stub ``file.read`` with a mode other than ``full``.
-A stub is not one: it sent ~13 tokens of reference to an answer the conversation holds, not a
-compressed view, so it neither bounces nor is bounced. A full, non-stub ``file.read`` of the
+**Bounce.** A *compressed read* is a non-stub ``file.read`` with a mode other than ``full``
+and ``lines:``. A stub is not one: it sent ~13 tokens of reference to an answer the
+conversation holds, not a compressed view, so it neither bounces nor is bounced; nor is a
+``lines:`` read: it sent those lines as a plain ranged read does (its raw is those lines, not
+the file), so a full read after it is a new need, not the undoing of a compression. A full, non-stub ``file.read`` of the
 same path and the same ``content_hash`` later in the same conversation, at most 3 calls after a
 compressed read (call index difference 0-3: the same call, or one of the next 3), is **one
 bounce**, however many compressed reads of the path are in its window — exactly the reads
@@ -134,14 +150,17 @@ from .savings_report import (  # noqa: F401 - the queries, re-exported: savings.
 )
 from .savings_rules import (  # noqa: F401 - re-exported: savings.file_ext(...)
     NO_EXT,
+    PLAIN_RESULT_LIMIT,
+    PLAIN_SEARCH_METHODS,
     _defer,
     _norm_mode,
-    _redeem_deferred,
     _stub_baseline,
     capped_shell_baseline,
     command_family,
     file_ext,
     read_baseline,
+    redeem_expansion,
+    search_baseline,
 )
 
 ANONYMOUS = "anonymous"
@@ -150,10 +169,13 @@ BOUNCE_WINDOW = 3  # a full read at most this many calls after the compressed on
 
 class Savings(Projection):
     name = "savings"
-    version = 4  # 2: capped reads count only the part they covered (deferred_tokens, savings_deferred)
+    version = 5  # 2: capped reads count only the part they covered (deferred_tokens, savings_deferred)
     # 3: capped shell answers likewise; one bounce per full read, stubs never bounce; stubs count
     #    the view they stand for (savings_views), ``lines:`` reads the plain text of those lines
     # 4: an archive's deferral is owed once per conversation (the latest capped answer's rest)
+    # 5: baselines capped at PLAIN_RESULT_LIMIT; ranked searches claim nothing; expansions redeem
+    #    text_tokens, never lines the conversation holds (savings_deferred.held); ``lines:`` reads
+    #    never bounce; an expansion that completes the held lines redeems all that is owed
     kinds = frozenset({"file.read", "shell.ran", "search.ran", "archive.expanded", "file.edited", "archive.created"})
     consistency = "eventual"  # nothing decides on it: it catches up before it is read
     tables = {
@@ -212,6 +234,7 @@ class Savings(Projection):
             session    TEXT NOT NULL,
             raw_left   INTEGER NOT NULL,
             view_left  INTEGER NOT NULL,
+            held       TEXT NOT NULL DEFAULT '[]',
             PRIMARY KEY (archive_id, agent, session)
         )""",
         "savings_views": """CREATE TABLE IF NOT EXISTS savings_views (
@@ -226,6 +249,7 @@ class Savings(Projection):
         "savings_archives": """CREATE TABLE IF NOT EXISTS savings_archives (
             archive_id TEXT PRIMARY KEY,
             source     TEXT,
+            lines      INTEGER,
             tool       TEXT,
             mode       TEXT,
             family     TEXT,
@@ -243,9 +267,9 @@ class Savings(Projection):
         ev = event.data()
         if isinstance(ev, ArchiveCreated):
             conn.execute(
-                "INSERT INTO savings_archives (archive_id, source) VALUES (?, ?)"
-                " ON CONFLICT(archive_id) DO UPDATE SET source = excluded.source",
-                (ev.archive_id, ev.source),
+                "INSERT INTO savings_archives (archive_id, source, lines) VALUES (?, ?, ?)"
+                " ON CONFLICT(archive_id) DO UPDATE SET source = excluded.source, lines = excluded.lines",
+                (ev.archive_id, ev.source, ev.lines),
             )
             return
         agent = event.actor or ANONYMOUS
@@ -263,7 +287,8 @@ class Savings(Projection):
             row.update(tool="read", mode=mode, ext=file_ext(ev.path), path=ev.path, raw=ev.raw_tokens,
                        baseline=covered, sent=ev.sent_tokens, encoding=ev.encoding, deferred=base - covered)
             if ev.archive_id and row["deferred"] > 0:  # owed once per archive and conversation
-                row["deferred"] = _defer(conn, ev.archive_id, agent, session, row["deferred"], view_left)
+                held = [[1, ev.sent_lines]] if ev.sent_lines else []
+                row["deferred"] = _defer(conn, ev.archive_id, agent, session, row["deferred"], view_left, held)
             if not ev.stub and not ev.archive_id:  # what a later stub of this answer stands for
                 conn.execute(
                     "INSERT INTO savings_views (agent, session, path, mode, content_hash, tokens)"
@@ -277,25 +302,27 @@ class Savings(Projection):
                        baseline=covered, sent=ev.sent_tokens, encoding=ev.encoding,
                        deferred=ev.raw_tokens - covered)
             if ev.capped_archive_id and row["deferred"] > 0:  # likewise
-                row["deferred"] = _defer(conn, ev.capped_archive_id, agent, session, row["deferred"], view_left)
+                row["deferred"] = _defer(conn, ev.capped_archive_id, agent, session, row["deferred"], view_left,
+                                         ev.line_spans)
         elif isinstance(ev, SearchRan):
-            row.update(tool="search", raw=ev.raw_tokens, baseline=ev.raw_tokens, sent=ev.sent_tokens,
+            row.update(tool="search", raw=ev.raw_tokens, baseline=search_baseline(ev), sent=ev.sent_tokens,
                        encoding=ev.encoding)
         elif isinstance(ev, FileEdited):
             row.update(tool="edit", ext=file_ext(ev.path), path=ev.path, raw=ev.sent_tokens,
                        baseline=ev.sent_tokens, sent=ev.sent_tokens)
         elif isinstance(ev, ArchiveExpanded):
             a = conn.execute(
-                "SELECT source, tool, mode, family, ext, path FROM savings_archives WHERE archive_id = ?",
+                "SELECT source, tool, mode, family, ext, path, lines FROM savings_archives WHERE archive_id = ?",
                 (ev.archive_id,),
             ).fetchone()
             tool = (a[1] or a[0] or "expand") if a else "expand"
-            back = _redeem_deferred(conn, ev.archive_id, agent, session, ev.sent_tokens)
+            back = redeem_expansion(conn, ev, agent, session, a[6] if a else None)
             row.update(tool=tool, sent=ev.sent_tokens, expansion=1, baseline=back, deferred=-back)
             if a:
                 row.update(mode=a[2], family=a[3], ext=a[4], path=a[5])
         else:  # pragma: no cover - kinds is the filter
             return
+        row["baseline"] = min(row["baseline"], PLAIN_RESULT_LIMIT)  # no plain answer is larger
         conn.execute(
             "INSERT INTO savings_calls (position, ts, day, agent, session, call_index, tool, kind, mode, family, ext,"
             " path, raw_tokens, baseline_tokens, sent_tokens, expansion, encoding, deferred_tokens)"
@@ -315,14 +342,14 @@ class Savings(Projection):
                 (archive_id, row["tool"], row["mode"], row["family"], row["ext"], row["path"]),
             )
         if isinstance(ev, FileRead) and not ev.stub:  # a stub is not a compressed read: it never bounces
-            if row["mode"] != "full":
+            if row["mode"] == "full":
+                _resolve_bounces(conn, event, agent, session, ev, call)
+            elif row["mode"] != "lines":  # nor is a ``lines:`` read (plain lines): it is never bounced
                 conn.execute(
                     "INSERT INTO savings_pending (position, agent, session, path, content_hash, call_index)"
                     " VALUES (?, ?, ?, ?, ?, ?)",
                     (event.position, agent, session, ev.path, ev.content_hash, call),
                 )
-            else:
-                _resolve_bounces(conn, event, agent, session, ev, call)
 
 
 def _next_call(conn: Any, agent: str, session: str, call_id: str) -> int:

@@ -20,9 +20,10 @@ _TIME = re.compile(r"^\d{4}-\d{2}-\d{2}(T[0-9:.]*Z?)?$")
 
 
 class SavingsRow(msgspec.Struct, frozen=True):
-    """One group of a savings report. ``raw_tokens`` is the plain-tool baseline (bounced reads
-    count 0; a capped read counts only the part its answer covered); ``raw_tokens_recorded`` the
-    plain sum of the events' raw; ``deferred_tokens`` the raw tokens caps left in archives and
+    """One group of a savings report. ``raw_tokens`` is the plain-tool baseline (each call's at
+    most ``PLAIN_RESULT_LIMIT``, 25,000: what a client accepts; bounced reads count 0; a capped
+    read counts only the part its answer covered; a ranked search what it sent);
+    ``raw_tokens_recorded`` the plain sum of the events' raw, as measured; ``deferred_tokens`` the raw tokens caps left in archives and
     not expanded since (neither saved nor sent)."""
 
     group: dict[str, str]

@@ -1,6 +1,6 @@
-"""Answers that used to lead nowhere: a file over the 8 MiB read limit (the read refusal and the
-search note name the commands that reach it, and those commands work), and a Go map of a file
-whose only declaration is private."""
+"""Answers that used to lead nowhere: a file over the 8 MiB read limit (the read refusal — every
+mode but ``lines:``, which streams it — and the search note name the commands that reach it,
+and those commands work), and a Go map of a file whose only declaration is private."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def _lean_ctx_args(command: str) -> list[str]:
 def test_read_of_a_too_large_file_names_commands_that_work(tmp_path: Path, proj: Path) -> None:
     db = tmp_path / "e.db"
     n = MAX_FILE_BYTES // len("filler line of the big log, nothing to see here\n") + 10
-    p = run(db, proj, "read", "big log.txt", "--mode", "lines:1-5")
+    p = run(db, proj, "read", "big log.txt", "--mode", "full")  # every mode but lines: refuses it
     assert p.returncode == 2 and "READ_FILE_TOO_LARGE" in p.stderr
     m = re.search(r"show its lines N-M with (lean-ctx shell -- sed -n 'N,Mp' '.+?'),", p.stderr)
     assert m, p.stderr
@@ -62,6 +62,19 @@ def test_read_of_a_too_large_file_names_commands_that_work(tmp_path: Path, proj:
     assert m, p.stderr
     out = run(db, proj, *_lean_ctx_args(m.group(1).replace("PATTERN", "needle")))
     assert out.returncode == 0 and f"{n + 2}:the needle is here" in out.stdout, out.stdout + out.stderr
+    # and a lines: read of it, which streams just those lines (leanctx.ops.read_huge)
+    m = re.search(r"a read in mode (lines:N-M) streams just those lines", p.stderr)
+    assert m, p.stderr
+    out = run(db, proj, "read", "big log.txt", "--mode", m.group(1).replace("N-M", f"{n + 1}-{n + 2}"))
+    assert out.returncode == 0, out.stderr
+    assert f'{n + 1}\tapi_key = "[REDACTED:openai_key]"' in out.stdout and f"{n + 2}\tthe needle is here" in out.stdout
+    assert SECRET not in out.stdout and "filler line" not in out.stdout, out.stdout
+
+
+@pytest.mark.parametrize("mode", ["map", "aggressive"])
+def test_other_modes_still_refuse_a_too_large_file(tmp_path: Path, proj: Path, mode: str) -> None:
+    p = run(tmp_path / "e.db", proj, "read", "big log.txt", "--mode", mode)
+    assert p.returncode == 2 and "READ_FILE_TOO_LARGE" in p.stderr and "lines:N-M" in p.stderr, p.stderr
 
 
 @pytest.mark.parametrize("method", ["--regex", "--bm25"])
@@ -70,10 +83,15 @@ def test_search_names_the_files_it_skips_and_how_to_search_them(tmp_path: Path, 
     p = run(db, proj, "search", method, "needle")
     assert p.returncode == 0, p.stderr
     assert "(big log.txt): results are partial" in p.stdout
-    m = re.search(r"search it with: (lean-ctx shell -- grep -niE needle 'big log.txt')\]", p.stdout)
+    m = re.search(r"search it with: (lean-ctx shell -- grep -niE needle 'big log.txt'), then read the lines it"
+                  r" finds with --mode (lines:N-M) \(streamed\)\]", p.stdout)
     assert m, p.stdout
     out = run(db, proj, *_lean_ctx_args(m.group(1)))
     assert out.returncode == 0 and "the needle is here" in out.stdout, out.stdout + out.stderr
+    found = re.search(r"^(\d+):the needle is here$", out.stdout, re.M)
+    assert found, out.stdout
+    out = run(db, proj, "read", "big log.txt", "--mode", m.group(2).replace("N-M", f"{found[1]}-{found[1]}"))
+    assert out.returncode == 0 and f"{found[1]}\tthe needle is here" in out.stdout, out.stdout + out.stderr
 
 
 def test_search_names_a_few_files_and_counts_the_rest(tmp_path: Path) -> None:
@@ -85,7 +103,8 @@ def test_search_names_a_few_files_and_counts_the_rest(tmp_path: Path) -> None:
     p = run(tmp_path / "e.db", root, "search", "--regex", "zz")
     assert "5 files over 8,388,608 bytes (the read limit) not searched (big0.txt, big1.txt, big2.txt and 2 more)" \
         in p.stdout, p.stdout
-    assert "search them with: lean-ctx shell -- grep -niE zz big0.txt big1.txt big2.txt]" in p.stdout
+    assert ("search them with: lean-ctx shell -- grep -niE zz big0.txt big1.txt big2.txt, then read the lines it"
+            " finds with --mode lines:N-M (streamed)]") in p.stdout, p.stdout
 
 
 def test_search_note_never_repeats_a_secret_query(tmp_path: Path, proj: Path) -> None:

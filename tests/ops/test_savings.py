@@ -83,7 +83,9 @@ def test_aggregates_per_dimension_and_negative_savings(lc: LeanCtx) -> None:
     log.call("b", D2, shell("git status", "git_status", 500, 50))
     log.call("b", D2, shell("uv run pytest -x", "raw", 200, 200))  # family from the command
     log.call("b", D2, shell("terraform plan", "generic", 400, 100))
-    log.call("b", D3, SearchRan(query="foo", method="bm25", results=3, raw_tokens=900, sent_tokens=90))
+    # a regex search keeps its raw (a plain grep sends the listing): saved 900 − 90 = 810; a ranked
+    # (bm25/semantic/fused) one would claim nothing (tests/projections/test_savings_audit2.py)
+    log.call("b", D3, SearchRan(query="foo", method="regex", results=3, raw_tokens=900, sent_tokens=90))
     log.call("a", D3, read("tiny.py", "map", 10, 25))  # the map costs more than the file: negative
     log.call("a", D3, FileEdited(path="src/app.py", before_hash="h1", after_hash="h2", replacements=1,
                                  sent_tokens=12))
@@ -129,6 +131,11 @@ def test_aggregates_per_dimension_and_negative_savings(lc: LeanCtx) -> None:
     with pytest.raises(Exception) as err:
         sv.report(c, by=("colour",))
     assert getattr(err.value, "code", "") == "SAVINGS_INVALID_DIMENSION"
+
+    # the same search ranked by bm25: no plain equivalent, so raw = sent (900 recorded): saved 0
+    log.call("c", D3, SearchRan(query="foo", method="bm25", results=3, raw_tokens=900, sent_tokens=90))
+    ranked = sv.report(conn(lc), agent="c", by=("tool",)).totals
+    assert (ranked.raw_tokens, ranked.saved_tokens, ranked.raw_tokens_recorded) == (90, 0, 900)
 
 
 def test_command_family_and_extension_rules() -> None:

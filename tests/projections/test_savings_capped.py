@@ -75,11 +75,20 @@ def test_a_capped_full_read_saves_nothing_and_defers_the_rest(lc: LeanCtx) -> No
 
 
 def test_a_capped_compressed_view_counts_the_part_of_the_file_it_covered(lc: LeanCtx) -> None:
-    # signatures of a 200k-token file: a 30k view, 10k of it deferred → 2/3 of the file covered
-    Log(lc).call("a", capped("huge.py", 200_000, 20_050, "A2", mode="signatures", view=30_000, deferred=10_000))
+    # signatures of a 30k-token file: a 3k view, 1k of it deferred → 2/3 of the file covered:
+    # covered = 30,000 × (3,000 − 1,000) // 3,000 = 20,000 (under PLAIN_RESULT_LIMIT), deferred 10,000
+    Log(lc).call("a", capped("mid.py", 30_000, 2_050, "A2a", mode="signatures", view=3_000, deferred=1_000))
     t = totals(lc)
-    assert (t.raw_tokens, t.deferred_tokens) == (133_333, 66_667)
-    assert t.saved_tokens == 133_333 - 20_050
+    assert (t.raw_tokens, t.deferred_tokens) == (20_000, 10_000)
+    assert t.saved_tokens == 20_000 - 2_050
+    # signatures of a 200k-token file: a 30k view, 10k deferred → covered 200,000 × 20,000 // 30,000
+    # = 133,333, deferred 200,000 − 133,333 = 66,667; the row's raw is capped at PLAIN_RESULT_LIMIT
+    # (no plain answer exceeds 25,000), the deferral is not
+    Log(lc).call("b", capped("huge.py", 200_000, 20_050, "A2", mode="signatures", view=30_000, deferred=10_000))
+    t = totals(lc, agent="b")
+    assert sv.PLAIN_RESULT_LIMIT == 25_000
+    assert (t.raw_tokens, t.deferred_tokens, t.raw_tokens_recorded) == (25_000, 66_667, 200_000)
+    assert t.saved_tokens == 25_000 - 20_050
 
 
 def test_old_capped_events_without_the_fields_count_neither_saving_nor_cost(lc: LeanCtx) -> None:
@@ -125,10 +134,16 @@ def test_another_conversation_does_not_redeem_what_was_deferred_for_this_one(lc:
 
 def test_a_compressed_view_redeems_in_proportion(lc: LeanCtx) -> None:
     log = Log(lc)
-    log.call("a", capped("huge.py", 200_000, 20_050, "A6", mode="signatures", view=30_000, deferred=10_000))
-    log.call("a", expanded("A6", 5_000))  # half the deferred view
-    t = totals(lc)
-    assert (t.raw_tokens, t.deferred_tokens) == (133_333 + 33_333, 66_667 - 33_333)
+    # covered 30,000 × 2,000 // 3,000 = 20,000; owed: raw 10,000 for view 1,000
+    log.call("a", capped("mid.py", 30_000, 2_050, "A6a", mode="signatures", view=3_000, deferred=1_000))
+    log.call("a", expanded("A6a", 500))  # half the deferred view: back 10,000 × 500 // 1,000 = 5,000
+    t = totals(lc, agent="a")
+    assert (t.raw_tokens, t.deferred_tokens) == (20_000 + 5_000, 10_000 - 5_000)
+    # the 200k file: covered 133,333 (row capped at 25,000), owed raw 66,667 for view 10,000
+    log.call("b", capped("huge.py", 200_000, 20_050, "A6", mode="signatures", view=30_000, deferred=10_000))
+    log.call("b", expanded("A6", 5_000))  # half: back 66,667 × 5,000 // 10,000 = 33,333, its row capped at 25,000
+    t = totals(lc, agent="b")
+    assert (t.raw_tokens, t.deferred_tokens) == (25_000 + 25_000, 66_667 - 33_333)
 
 
 def test_replay_is_digest_equal(lc: LeanCtx) -> None:

@@ -1,7 +1,8 @@
 """Honest savings (re-audit of ``lean-ctx gain``): a capped shell answer defers its rest, one
-bounce per full read (stubs never bounce) and as many as the STUCK deposits, a stub counts
-the view it stands for, a ``lines:`` read the plain text of those lines, and no absurd
-percentages. Synthetic events on a real log, a replay, and the real CLI."""
+bounce per full read after compressed views (stubs and ``lines:`` reads never bounce) and as
+many as the STUCK deposits, a stub counts the view it stands for, a ``lines:`` read the plain
+text of those lines, no row's raw over ``PLAIN_RESULT_LIMIT``, and no absurd percentages.
+Synthetic events on a real log, a replay, and the real CLI."""
 
 from __future__ import annotations
 
@@ -16,8 +17,10 @@ from typing import Any
 import pytest
 
 from leanctx.app import LeanCtx
+from leanctx.events import TopicFilter
 from leanctx.events.kinds.context import ArchiveExpanded, FileRead, ShellRan
 from leanctx.projections import savings as sv
+from leanctx.projections.savings_rules import overlap_lines
 from tools.replay import replay
 
 from .test_savings_capped import Log as _Log
@@ -72,9 +75,15 @@ def test_a_capped_raw_shell_answer_saves_nothing_and_defers_the_rest(lc: LeanCtx
 
 def test_a_capped_compressed_shell_answer_counts_the_part_it_covered(lc: LeanCtx) -> None:
     # compression omitted lines (archive A2 holds the output) and the cap cut the answer (A3)
-    Log(lc).call("a", shell(100_000, 20_000, answer=40_000, deferred=20_000, capped="A3", archive="A2"))
-    t = rep(lc).totals
-    assert (t.raw_tokens, t.deferred_tokens) == (50_000, 50_000)
+    # covered = 40,000 × (16,000 − 8,000) // 16,000 = 20,000 (under PLAIN_RESULT_LIMIT), deferred 20,000
+    Log(lc).call("a", shell(40_000, 8_000, answer=16_000, deferred=8_000, capped="A3a", archive="A2a"))
+    t = rep(lc, agent="a").totals
+    assert (t.raw_tokens, t.deferred_tokens) == (20_000, 20_000)
+    # covered = 100,000 × (40,000 − 20,000) // 40,000 = 50,000, deferred 50,000; the row's raw is
+    # capped at PLAIN_RESULT_LIMIT (25,000), what is deferred is not
+    Log(lc).call("b", shell(100_000, 20_000, answer=40_000, deferred=20_000, capped="A3", archive="A2"))
+    t = rep(lc, agent="b").totals
+    assert (t.raw_tokens, t.deferred_tokens, t.raw_tokens_recorded) == (sv.PLAIN_RESULT_LIMIT, 50_000, 100_000)
 
 
 def test_expanding_a_capped_shell_answer_in_the_same_conversation_counts_it(lc: LeanCtx) -> None:
@@ -85,35 +94,67 @@ def test_expanding_a_capped_shell_answer_in_the_same_conversation_counts_it(lc: 
     log.call("a", ArchiveExpanded(archive_id="A4", selector="lines:1-9", sent_tokens=40_000, session_id="s1"))
     r = rep(lc, "tool", "family")
     t = r.totals
-    assert (t.raw_tokens, t.deferred_tokens, t.expansions) == (60_000, 0, 2)
-    assert t.saved_tokens == 60_000 - 20_000 - 40_000 - 40_000  # the other conversation's expansion cost
+    # the run covered 60,000 × 20,000 // 60,000 = 20,000; the expansion redeems all 40,000 owed
+    # (deferred −40,000) but its row's raw is capped at PLAIN_RESULT_LIMIT: 20,000 + 25,000
+    assert (t.raw_tokens, t.deferred_tokens, t.expansions) == (20_000 + 25_000, 0, 2)
+    assert t.saved_tokens == 45_000 - 20_000 - 40_000 - 40_000  # the other conversation's expansion cost
     assert set(rows(r)) == {("shell", "other")}  # the expansions are charged to the shell run
 
 
 def test_old_shell_events_without_the_fields_keep_their_accounting(lc: LeanCtx) -> None:
-    Log(lc).call("a", shell(338_856, 19_993, archive="A5"))
-    t = rep(lc).totals
-    assert (t.raw_tokens, t.saved_tokens, t.deferred_tokens) == (338_856, 318_863, 0)
+    # no cap fields: the whole raw is covered, nothing deferred
+    Log(lc).call("a", shell(20_000, 2_000, archive="A5a"))
+    t = rep(lc, agent="a").totals
+    assert (t.raw_tokens, t.saved_tokens, t.deferred_tokens) == (20_000, 18_000, 0)
+    # the same over the client limit: raw min(338,856, 25,000), saved 25,000 − 19,993 = 5,007
+    Log(lc).call("b", shell(338_856, 19_993, archive="A5"))
+    t = rep(lc, agent="b").totals
+    assert (t.raw_tokens, t.saved_tokens, t.deferred_tokens) == (25_000, 5_007, 0)
+    assert t.raw_tokens_recorded == 338_856
 
 
 # --- 2. bounces: one per full read, stubs never ------------------------------------------------
 
 
-def audit_sequence(log: Log, actor: str = "aud9") -> None:
-    log.call(actor, read("big.py", "lines:1-10", 8_400, 165, plain=140))
-    log.call(actor, read("big.py", "lines:1-10", 8_400, 19, stub=True))
-    log.call(actor, read("big.py", "lines:5-20", 8_400, 250, plain=225))
-    log.call(actor, read("big.py", "full", 8_400, 8_418))
+def audit_sequence(log: Log, actor: str = "aud9", session: str = "s1") -> None:
+    # the audit's shape with compressed views (a ``lines:`` read is not one: see lines_sequence)
+    log.call(actor, read("big.py", "map", 8_400, 165, session=session))
+    log.call(actor, read("big.py", "map", 8_400, 19, stub=True, session=session))
+    log.call(actor, read("big.py", "signatures", 8_400, 250, session=session))
+    log.call(actor, read("big.py", "full", 8_400, 8_418, session=session))
+
+
+def lines_sequence(log: Log, actor: str = "aud9", session: str = "s1") -> None:
+    # the audit's own sequence: ranged reads, a stub of one, then the whole file
+    log.call(actor, read("big.py", "lines:1-10", 8_400, 165, plain=140, session=session))
+    log.call(actor, read("big.py", "lines:1-10", 8_400, 19, stub=True, session=session))
+    log.call(actor, read("big.py", "lines:5-20", 8_400, 250, plain=225, session=session))
+    log.call(actor, read("big.py", "full", 8_400, 8_418, session=session))
 
 
 def test_one_bounce_per_full_read_and_the_stub_is_not_one(lc: LeanCtx) -> None:
     audit_sequence(Log(lc))
     r = rep(lc, "mode")
     m = rows(r)
-    assert (r.totals.bounces, r.totals.wasted_tokens) == (1, 165 + 250)  # was 3 bounces (stub 1, lines 2)
-    assert (m[("lines",)].bounces, m[("lines",)].wasted_tokens, m[("lines",)].raw_tokens) == (1, 415, 0)
-    assert (m[("stub",)].bounces, m[("stub",)].wasted_tokens) == (0, 0)
-    assert sv.bounced_files(lc.projections.reader("savings")) == [sv.BouncedFile("big.py", "lines", 1, 415)]
+    # map (call 1) and signatures (call 3) are both in the full read's window (call 4 − 3 = 1):
+    # one bounce, charged to signatures (the closest), both retracted (raw 0), both sends wasted
+    assert (r.totals.bounces, r.totals.wasted_tokens) == (1, 165 + 250)  # was 3 bounces (stub 1, views 2)
+    assert (m[("signatures",)].bounces, m[("signatures",)].wasted_tokens, m[("signatures",)].raw_tokens) == (1, 250, 0)
+    assert (m[("map",)].bounces, m[("map",)].wasted_tokens, m[("map",)].raw_tokens) == (0, 165, 0)
+    # the stub stands for the map it repeats: min(raw 8,400, sent 165) = 165; never bounced
+    assert (m[("stub",)].bounces, m[("stub",)].wasted_tokens, m[("stub",)].raw_tokens) == (0, 0, 165)
+    assert sv.bounced_files(lc.projections.reader("savings")) == [sv.BouncedFile("big.py", "signatures", 1, 415)]
+
+
+def test_lines_reads_then_a_full_read_are_no_bounce(lc: LeanCtx) -> None:
+    lines_sequence(Log(lc))
+    r = rep(lc, "mode")
+    m = rows(r)
+    assert (r.totals.bounces, r.totals.wasted_tokens) == (0, 0)  # was 1 bounce, 415 wasted
+    # the lines keep their plain baselines (140 + 225), not retracted; the stub its 10 lines
+    assert (m[("lines",)].bounces, m[("lines",)].wasted_tokens, m[("lines",)].raw_tokens) == (0, 0, 140 + 225)
+    assert (m[("stub",)].bounces, m[("stub",)].raw_tokens) == (0, 140)
+    assert sv.bounced_files(lc.projections.reader("savings")) == []
 
 
 def test_a_full_read_after_only_a_stub_is_no_bounce(lc: LeanCtx) -> None:
@@ -211,28 +252,65 @@ def test_cli_a_capped_raw_shell_run_is_deferred_not_saved(tmp_path: Path) -> Non
     after = json.loads(_cli(tmp_path, "gain", "--json").stdout)["totals"]
     got = after["sent_tokens"] - t["sent_tokens"]  # the expansion (itself capped) sent this much of the rest
     assert after["expansions"] == 1 and got > 1_000
-    # it counts as the plain run would have (raw comes back from deferred), not as a pure cost
-    assert after["raw_tokens"] - t["raw_tokens"] == t["deferred_tokens"] - after["deferred_tokens"] > 0.95 * got
-    assert abs(after["saved_tokens"] - t["saved_tokens"]) < 0.05 * got
+    with LeanCtx(tmp_path / "home" / "events.db") as app:
+        ran, ex = (app.store.read_all(0, filter=TopicFilter(kinds=(k,)))[-1].to_dict()["payload"]
+                   for k in ("shell.ran", "archive.expanded"))
+    # owed for the archive: raw R − R × (A − D) // A, for view D (the run's deferred answer tokens)
+    covered = ran["raw_tokens"] * (ran["answer_tokens"] - ran["deferred_tokens"]) // ran["answer_tokens"]
+    raw_left, view_left = ran["raw_tokens"] - covered, ran["deferred_tokens"]
+    assert t["deferred_tokens"] == raw_left and ex["sent_tokens"] == got
+    # it sent lines the run's answer did not (none held), so it redeems the archived text it returned
+    # (text_tokens, without its "N:" prefixes and notice), scaled back to raw: raw_left × text // view_left
+    assert overlap_lines(ex["line_spans"], ran["line_spans"]) == 0 and 0 < ex["text_tokens"] < got
+    back = raw_left * ex["text_tokens"] // view_left
+    # it counts as the plain run would have (raw comes back from deferred), not as a pure cost:
+    # only what it sent beyond the archived text (the prefixes, the notice) is a cost
+    assert after["raw_tokens"] - t["raw_tokens"] == t["deferred_tokens"] - after["deferred_tokens"] == back
+    assert back > 0.95 * ex["text_tokens"]  # a --raw run: raw ≈ answer, so back ≈ the text
+    assert after["saved_tokens"] - t["saved_tokens"] == back - got > -0.5 * got  # a pure cost would be −got
 
 
 @pytest.mark.timeout(180)
 def test_cli_gain_counts_as_many_bounces_as_stuck_deposits(tmp_path: Path) -> None:
     _project(tmp_path)
-    stubs = []
-    for mode in ("lines:1-10", "lines:1-10", "lines:5-20", "full"):
-        ans = json.loads(_cli(tmp_path, "read", "big.py", "-m", mode, "--json", "--session", "l1").stdout)
-        stubs.append((ans[0] if isinstance(ans, list) else ans)["stub"])
-    assert stubs == [False, True, False, False]
-    tail = _cli(tmp_path, "events", "tail", "--json", "-n", "200").stdout.splitlines()
-    stuck = [e for e in map(json.loads, tail) if e["kind"] == "scent.deposited" and e["payload"]["scent"] == "STUCK"]
-    g = json.loads(_cli(tmp_path, "gain", "--json", "--agent", "aud9", "--by", "mode").stdout)
-    assert len(stuck) == g["totals"]["bounces"] == 1  # was 3 bounces for 1 STUCK
+
+    def sequence(modes: tuple[str, ...], session: str) -> list[dict[str, Any]]:
+        out = []
+        for mode in modes:
+            ans = json.loads(_cli(tmp_path, "read", "big.py", "-m", mode, "--json", "--session", session).stdout)
+            out.append(ans[0] if isinstance(ans, list) else ans)
+        assert [a["stub"] for a in out] == [False, True, False, False]
+        return out
+
+    def stuck() -> list[dict[str, Any]]:
+        tail = _cli(tmp_path, "events", "tail", "--json", "-n", "200").stdout.splitlines()
+        return [e for e in map(json.loads, tail) if e["kind"] == "scent.deposited" and e["payload"]["scent"] == "STUCK"]
+
+    def gain() -> dict[str, Any]:
+        return json.loads(_cli(tmp_path, "gain", "--json", "--agent", "aud9", "--by", "mode").stdout)
+
+    # the audit's sequence: ranged reads (plain lines, no compression to undo), then the whole file
+    lines = sequence(("lines:1-10", "lines:1-10", "lines:5-20", "full"), "l0")
+    g = gain()
+    assert len(stuck()) == g["totals"]["bounces"] == 0 and g["bounced_files"] == []  # was 1 (and 3 before that)
+    # compressed views, a stub of one, then the whole file within the window: one bounce, one STUCK
+    views = sequence(("map", "map", "signatures", "full"), "l1")
+    g = gain()
+    assert len(stuck()) == g["totals"]["bounces"] == 1  # was 3 bounces for 1 STUCK
+    wasted = views[0]["sent_tokens"] + views[2]["sent_tokens"]  # both views in the window, each once
+    assert g["totals"]["wasted_tokens"] == wasted
+    assert g["bounced_files"] == [{"path": "big.py", "mode": "signatures", "bounces": 1, "wasted_tokens": wasted}]
     by_mode = {r["group"]["mode"]: r for r in g["reports"][0]["rows"]}
-    assert g["bounced_files"] == [{"path": "big.py", "mode": "lines", "bounces": 1,
-                                   "wasted_tokens": g["totals"]["wasted_tokens"]}]
-    assert by_mode["stub"]["raw_tokens"] < 1_000 < by_mode["full"]["raw_tokens"]  # the 10-line view, not the file
-    assert (by_mode["stub"]["bounces"], by_mode["lines"]["bounces"], by_mode["lines"]["raw_tokens"]) == (0, 1, 0)
+    assert (by_mode["signatures"]["bounces"], by_mode["signatures"]["raw_tokens"]) == (1, 0)  # retracted
+    assert (by_mode["map"]["bounces"], by_mode["map"]["raw_tokens"]) == (0, 0)
+    assert (by_mode["lines"]["bounces"], by_mode["lines"]["wasted_tokens"]) == (0, 0)
+    assert 0 < by_mode["lines"]["raw_tokens"] < 1_000  # the plain lines, kept: not retracted
+    assert by_mode["full"]["raw_tokens"] == lines[3]["raw_tokens"] + views[3]["raw_tokens"]
+    # the stubs count the views they stand for: the 10 lines (part of the lines' raw) and the map
+    # (min(raw, sent) of the map read = its sent), not the file twice
+    ten_lines = by_mode["stub"]["raw_tokens"] - views[0]["sent_tokens"]
+    assert 0 < ten_lines < by_mode["lines"]["raw_tokens"]
+    assert (by_mode["stub"]["bounces"], by_mode["stub"]["wasted_tokens"]) == (0, 0)
 
 
 def test_record_shell_takes_the_cap_fields_together_and_with_their_archive(lc: LeanCtx) -> None:

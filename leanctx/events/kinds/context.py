@@ -36,6 +36,11 @@ class FileRead(Event, tag="file.read"):
     # view's body, i.e. of those lines as a plain ranged read would send them (what the savings
     # projection counts as raw for the read, instead of the whole file's ``raw_tokens``).
     plain_tokens: int | None = None
+    # capped answers only (else None, as on events written before the field): how many leading
+    # lines of the view (= of the archive) the answer sent whole; a line it sent only the first
+    # characters of is not counted. The conversation holds those lines: expanding them again is
+    # a cost, not the recovery of what the cap deferred.
+    sent_lines: int | None = None
 
 
 class ShellRan(Event, tag="shell.ran"):
@@ -61,6 +66,11 @@ class ShellRan(Event, tag="shell.ran"):
     answer_tokens: int | None = None
     deferred_tokens: int | None = None
     capped_archive_id: str | None = None
+    # capped answers only, optional (None: not known): the lines of the capped answer (= of
+    # ``capped_archive_id``'s archive) it sent whole, as runs ``[first, last]`` (1-based,
+    # inclusive, ascending, disjoint: the head, and the tail when the cap kept one), as
+    # ``ArchiveExpanded.line_spans``.
+    line_spans: list[list[int]] | None = None
 
 
 class SearchRan(Event, tag="search.ran"):
@@ -93,9 +103,17 @@ class ArchiveExpanded(Event, tag="archive.expanded"):
 
     archive_id: str
     selector: str
-    sent_tokens: int
+    sent_tokens: int  # the whole answer: ``N:`` line prefixes and notices included
     session_id: str | None = None
     encoding: str | None = None  # the tokenizer that counted sent_tokens (None: written before it was recorded)
+    # the tokens of the archived text actually returned, without ``N:`` prefixes or notices
+    # (None: not given, as on events written before the field; the savings projection then
+    # takes ``sent_tokens``)
+    text_tokens: int | None = None
+    # the archive lines this answer sent whole, as runs ``[first, last]`` (1-based, inclusive,
+    # ascending, disjoint); a line sent only in part (a character range, a line cut by the cap)
+    # is not in them. None: not given (the projection then reads what it can from ``selector``).
+    line_spans: list[list[int]] | None = None
 
 
 class FileEdited(Event, tag="file.edited"):

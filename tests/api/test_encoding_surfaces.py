@@ -89,8 +89,11 @@ def test_a_capped_read_counts_and_cuts_with_the_factor(lc: LeanCtx, tmp_path: Pa
     assert sent == LINES[:len(sent)] and len(sent) > 50
     covered = count_tokens("".join(ln + "\n" for ln in sent), GEMINI)
     assert abs((ev["view_tokens"] - ev["deferred_tokens"]) - covered) <= 2, (ev, covered)
-    m = re.search(r"\(~([\d,]+) tokens\) archived as", a.text)
-    assert m and int(m.group(1).replace(",", "")) == ev["deferred_tokens"]
+    # the notice prices the follow-up call, counted in the spec too: the deferred rest plus
+    # expand's "N:" line prefixes (a little more, never less)
+    m = re.search(r"\(~([\d,]+) tokens(?:, estimated from a sample)?\) archived as", a.text)
+    assert m, a.text[-300:]
+    assert ev["deferred_tokens"] <= int(m.group(1).replace(",", "")) <= 1.25 * ev["deferred_tokens"]
 
 
 def test_a_capped_shell_answer_counts_and_cuts_with_the_factor(lc: LeanCtx) -> None:

@@ -89,7 +89,9 @@ def test_entropy_drops_low_information_lines_with_a_count() -> None:
     text = "fn main() {\n    if x {\n        go();\n    }\n}\n\n\n" + "    log();\n" * 5 + "    ====\n"
     r = read("a.rs", text, "entropy")
     assert "}" not in r.text.splitlines()[:-1]
-    assert r.text.count("log();") == 2
+    assert r.text.count("log();") == 5  # in code a repeated statement is one more statement
+    log = read("run.log", "start\n" + "retrying\n" * 5 + "done\n", "entropy")
+    assert log.text.count("retrying") == 2  # in data, repeats beyond two are dropped
     assert r.omitted_lines == r.line_count - r.shown_lines
     m = re.search(r"(\d+) low-information lines dropped \(([^)]*)\)", r.text)
     assert m and int(m.group(1)) == r.omitted_lines
@@ -188,3 +190,11 @@ def test_entropy_still_drops_closers_and_rulers_in_code() -> None:
     r = read("a.rs", text, "entropy")
     body = r.text.splitlines()[:-1]
     assert body == ["fn main() {", "    go();"]
+
+
+def test_entropy_keeps_repeated_control_flow_in_code() -> None:
+    """The third ``else:`` of a file is as much code as the first."""
+    fns = "".join(f"def f{i}(a, b):\n    if a:\n        return a\n    else:\n        return b\n" for i in range(4))
+    r = read("a.py", fns, "entropy")
+    body = r.text.splitlines()[:-1]
+    assert body.count("    else:") == 4 and body.count("        return b") == 4

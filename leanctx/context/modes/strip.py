@@ -6,7 +6,7 @@ import math
 import re
 from collections import Counter
 
-from leanctx.context.langs import comment_syntax
+from leanctx.context.langs import DATA_LANGUAGES, comment_syntax
 from leanctx.context.modes.rendered import Rendered, footer, source_lines
 from leanctx.context.symbols import treesitter as ts
 
@@ -125,7 +125,6 @@ _PUNCT_ONLY = re.compile(r"^[\s{}()\[\];,]*$")
 _END_WORDS = {"end", "fi", "done", "esac", "endif", "endfor", "endwhile", "end;", "pass", "}", "...",
               "#endif", "@end"}
 _LETTER = re.compile(r"[^\W\d_]")
-_PROSE = {"text", "markdown"}
 
 
 def _entropy(s: str) -> float:
@@ -135,8 +134,12 @@ def _entropy(s: str) -> float:
 
 
 def render_entropy(path: str, text: str, language: str, repeat_limit: int = 2, min_bits: float = 2.0) -> Rendered:
-    """Drop blank lines, lone punctuation/closers, block-closing keywords, low-entropy and repeated lines
-    (never a line that changes control flow, nor, in code, a short statement)."""
+    """Drop blank lines, lone punctuation/closers, block-closing keywords, low-entropy lines and (in
+    data and prose: ``langs.DATA_LANGUAGES``) repeated lines. In code, a line with a name in it is a
+    statement, and a statement seen before is still one more statement (a third ``else:`` or
+    ``log();``): only rulers and fills without a letter are dropped there, never a line that
+    changes control flow."""
+    data = language in DATA_LANGUAGES
     lines = source_lines(text)
     n = len(lines)
     seen: Counter[str] = Counter()
@@ -153,14 +156,14 @@ def render_entropy(path: str, text: str, language: str, repeat_limit: int = 2, m
         if s in _END_WORDS:
             reasons["trivial"] += 1
             continue
-        if len(s) < 40:
+        if data and len(s) < 40:
             seen[s] += 1
             if seen[s] > repeat_limit:
                 reasons["repeated"] += 1
                 continue
         # low entropy: rulers and fills (``====``, ``0000``); in code, a line with a name in it
         # (``x = 0``) is a statement, never dropped for being short
-        if len(s) >= 3 and _entropy(s) < min_bits and (language in _PROSE or not _LETTER.search(s)):
+        if len(s) >= 3 and _entropy(s) < min_bits and (data or not _LETTER.search(s)):
             reasons["low-entropy"] += 1
             continue
         kept.append(ln.rstrip())

@@ -139,7 +139,8 @@ def precompact(ctx: typer.Context, session: str | None = SESSION_OPT,
                max_tokens: int | None = typer.Option(None, "--max-tokens", min=60, help="Token budget."),
                json_: bool = JSON) -> None:
     """PreCompact hook: write the resume block to <data dir>/sessions/<session>/resume.md, and
-    record that the conversation loses what it was sent (no stubs for it afterwards)."""
+    record that the conversation loses what it was sent (no stubs for it afterwards), with the
+    MCP conversations of the client that runs the hook (``leanctx.compaction_hook``)."""
     from ...commands.sessions import MarkContextLost, session_of
     from ...identity import agent_identity, session_identity
     from ...resume import build_resume, write_resume
@@ -150,7 +151,12 @@ def precompact(ctx: typer.Context, session: str | None = SESSION_OPT,
     lc = st.open()
     block = build_resume(lc, sid, agent, st.project_root(), max_tokens=max_tokens)
     path = write_resume(block)
-    lc.bus.dispatch(MarkContextLost(reason="precompact"), actor=agent, session_id=sid, project=st.project_root())
+    from ...clock import now as clock_now
+    from ...compaction_hook import client_conversations
+
+    lost = [(agent, sid), *client_conversations(lc, st.project_root(), now=clock_now())]
+    for who, conv in dict.fromkeys(lost):  # the hook's conversation, and its client's MCP ones
+        lc.bus.dispatch(MarkContextLost(reason="precompact"), actor=who, session_id=conv, project=st.project_root())
     if st.want_json(json_):
         emit_json({"path": str(path), "session_id": sid, "tokens": block.tokens, "left_out": block.left_out})
     else:

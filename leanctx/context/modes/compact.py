@@ -36,6 +36,12 @@ parameter, its type and the return type stay; what goes is syntax the reader doe
 - a function declared without a body (a C prototype, a TS overload or interface method, a
   Rust trait method) is its whole declaration, its parameters on as many lines as they take; any
   other declaration without a body whose text spans lines is its first line and ``…``;
+- a data class carries its fields on its row, written like parameters and by the rules above
+  (``@dataclass class Point(x: int, y: int=0, tags: list[str]=…)``, ``class Msg(Struct)(id:
+  int)``; dataclasses, attrs, msgspec ``Struct``, pydantic ``BaseModel``, ``NamedTuple``,
+  ``TypedDict``; ``ClassVar`` left out), and an exported TypeScript interface or object type
+  alias its property signatures (``export interface Options {name: string; retries?: number}``):
+  which classes, which fields and why one row, see ``leanctx.context.modes.fields``;
 - whitespace is collapsed. Only a signature longer than ``MAX_SIG`` characters (generated
   code; no real one comes near it) is cut, after its name, with ``…``.
 
@@ -48,6 +54,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from leanctx.context.modes import fields as _fields
 from leanctx.context.symbols import bindings as _b
 from leanctx.context.symbols import regex as _regex
 from leanctx.context.symbols import treesitter as _ts
@@ -85,6 +92,10 @@ def _is_string(t: str) -> bool:
 
 class _CompactWalker(_ts._Walker):  # reuse the walk, render compactly
     """The symbols walker with a compact ``_signature``."""
+
+    def __init__(self, language: str, src: bytes) -> None:
+        super().__init__(language, src)
+        self.data_classes: set[str] = set()  # Python data classes seen so far (``fields``)
 
     def _signature(self, node: Any, start: int, body: Any | None) -> str:
         if self.lang == "python" and node.type in {"assignment", "type_alias_statement"}:
@@ -125,6 +136,7 @@ class _CompactWalker(_ts._Walker):  # reuse the walk, render compactly
             sig = sig[:cut].rstrip(" ,") + " …"
         if not sig:  # the declaration is all prefix: ``export default {…}``
             return _ts._TRAILERS.sub("", prefix)
+        sig += _fields.shape(self, node, root, MAX_SIG)
         return f"{prefix} {sig}" if prefix else sig
 
     def _binding(self, node: Any) -> str:

@@ -9,9 +9,13 @@ Consecutive exported constants (no other declaration shown between them) share o
 the first at the row's line and the next ones with theirs (``12 const A B:13 C:20``), at most
 ``_MAX_MEMBERS`` names and then a count (``+N``), as a class's members. What counts as exported
 (JS/TS export lists and CommonJS too) and which constants are declarations:
-``leanctx.context.symbols.bindings``. Its line count is of the source lines it names.
+``leanctx.context.symbols.bindings``. Its line count is of the source lines it names. The fields
+of a data class (which ``signatures`` writes on the class's row) are not listed: the map names
+declarations and their lines, members included, and a field is not a declaration of its own;
+what a class is built from is the ``signatures`` mode's answer.
 
-``signatures`` writes one row per declaration; declarations that share a line and a signature
+``signatures`` writes one row per declaration (a data class with its fields on its row, an
+exported TypeScript interface with its properties: ``fields``); declarations that share a line and a signature
 (the names of one destructuring pattern, of a Go spec ``const A, B = 1, 2``) share a row. A run
 of more than ``FOLD_OVER`` (40) constants is folded: consecutive constants, variables or statics
 (no other declaration between them) at one depth under one parent, and within one Go ``const

@@ -1,0 +1,250 @@
+"""The fields of a data class (Python) or the properties of an object shape (TypeScript), written
+on the ``signatures`` row of their declaration.
+
+A class whose annotated attributes are its constructor is read like a function: what matters is
+what to pass. Its fields go on the class row, in source order, written like parameters
+(``compact``'s rules: no spaces around ``=``, a default longer than ``MAX_DEFAULT`` characters
+becomes ``…``, ``Annotated`` metadata elided, forward references unquoted)::
+
+    12 @dataclass(frozen=True) class Point(x: int, y: int=0, tags: list[str]=…)
+    30 class Msg(msgspec.Struct, frozen=True)(id: int, body: str=…)
+
+One row rather than a ``fields`` row under it: the class line is written anyway, the field list
+costs two characters more than the fields themselves (no line number, indentation or label),
+and the call form ``Point(x: int, y: int=0)`` is how the class is constructed.
+
+Python: which classes
+    decorated ``@dataclass`` / ``@dataclasses.dataclass(...)`` / ``@pydantic.dataclasses.dataclass``,
+    ``@attr.s`` / ``@attr.attrs`` / ``@define`` / ``@frozen`` / ``@mutable`` (any module prefix:
+    ``@attrs.define``), or deriving from ``Struct`` (msgspec), ``BaseModel`` / ``RootModel`` /
+    ``BaseSettings`` (pydantic), ``NamedTuple`` or ``TypedDict`` (any module prefix), or from a
+    class of the same file that is one of these (its own fields only: the parent's row is above).
+Python: which fields
+    ``name: T`` and ``name: T = default`` directly in the class body, and, unannotated,
+    ``name = attr.ib(...)`` / ``attrs.field(...)`` / ``field(...)``. Left out: ``ClassVar[...]``
+    attributes (not fields) and fields declared ``init=False`` (not passed to the constructor).
+    ``_: KW_ONLY`` is written ``*``, as in a parameter list. A default given through
+    ``field(default=…)`` / ``attr.ib(…)`` / ``Field(…)`` is that value; ``default_factory=`` /
+    ``factory=`` is ``=…``; such a call without a default (``field(kw_only=True)``,
+    ``Field(..., alias="x")``, ``Field(default=...)``) means the field is required and is
+    written without ``=``.
+    A private field (``_x``: a name that starts with ``_`` and is no ``__dunder__``, the mode's
+    private rule) is its name, and ``=…`` when it has a default, unless its annotation and
+    default take no more than ``MAX_DEFAULT`` characters (then it is written whole).
+TypeScript
+    an exported ``interface`` (``export``, an export list, or inside ``declare``) gets its
+    property and index signatures, in braces as TypeScript writes an object type
+    (``export interface Options {name: string; retries?: number}``); an exported ``type X =
+    {…}`` its object type (``export type Shape = {kind: "circle"; radius: number}``). Methods
+    keep their own rows under the interface; types are verbatim (comments dropped, whitespace
+    collapsed). A non-exported interface is a helper of its module, like a private Python
+    function: its row stays, its properties are not written.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+__all__ = ["shape"]
+
+_DECORATORS = frozenset({"dataclass", "define", "frozen", "mutable"})  # last component of the name
+_ATTR_S = frozenset({"attr.s", "attr.attrs", "attrs.s", "attrs.attrs"})
+_BASES = frozenset({"Struct", "BaseModel", "RootModel", "BaseSettings", "NamedTuple", "TypedDict"})
+_FIELD_CALLS = frozenset({"field", "ib", "attrib", "Field"})
+_FACTORIES = frozenset({"default_factory", "factory"})
+_CLASSVAR = re.compile(r"(?:^|[\s.\[|])ClassVar\b")
+_KW_ONLY = frozenset({"KW_ONLY", "dataclasses.KW_ONLY"})
+_TS_MEMBERS = frozenset({"property_signature", "index_signature"})
+_WS = re.compile(r"\s+")
+_OPEN = re.compile(r"([(\[]) ")
+_CLOSE = re.compile(r",? ([)\]])")
+
+
+def shape(w: Any, node: Any, root: Any, limit: int) -> str:
+    """What to append to the row of ``node`` (``''`` when it is not a data class or an exported
+    object shape): `` (fields)`` glued to a Python class, `` {props}`` after a TS interface,
+    `` = {props}`` after a TS object type alias. ``w`` is the compact walker (``compact``),
+    ``root`` the wrapper holding its decorators; longer than ``limit`` characters: cut with ``…``."""
+    if w.lang == "python":
+        got = _python(w, node, root) if node.type == "class_definition" else ""
+    elif node.type in ("interface_declaration", "type_alias_declaration") and w.lang in ("typescript", "tsx"):
+        got = _typescript(w, node)
+    else:
+        return ""
+    if len(got) > limit:  # generated code only
+        got = got[:limit].rstrip(" ,;") + " …" + got[-1]
+    return got
+
+
+# ---------------------------------------------------------------------- Python
+def _python(w: Any, node: Any, root: Any) -> str:
+    name = node.child_by_field_name("name")
+    if not _is_data(w, node, root):
+        return ""
+    if name is not None:
+        w.data_classes.add(w.text(name.start_byte, name.end_byte))
+    body = node.child_by_field_name("body")
+    if body is None:
+        return ""
+    fields: list[str] = []
+    for c in body.named_children:
+        if c.type == "expression_statement" and c.named_child_count == 1:
+            c = c.named_children[0]
+        if c.type == "assignment":
+            f = _py_field(w, c)
+            if f is not None:
+                fields.append(f)
+    return "(" + ", ".join(fields) + ")" if fields else ""
+
+
+def _dotted(w: Any, n: Any) -> str:
+    if n.type == "call":
+        n = n.child_by_field_name("function") or n
+    if n.type in ("subscript", "generic_type"):
+        n = n.child_by_field_name("value") or (n.named_children[0] if n.named_children else n)
+    return _WS.sub("", w.text(n.start_byte, n.end_byte))
+
+
+def _is_data(w: Any, node: Any, root: Any) -> bool:
+    if root is not node:
+        for d in root.named_children:
+            if d.type != "decorator" or not d.named_children:
+                continue
+            name = _dotted(w, d.named_children[0])
+            if name.rsplit(".", 1)[-1] in _DECORATORS or name in _ATTR_S:
+                return True
+    sup = node.child_by_field_name("superclasses")
+    for b in sup.named_children if sup is not None else ():
+        if b.type in ("identifier", "attribute", "subscript", "generic_type"):
+            name = _dotted(w, b)
+            if name.rsplit(".", 1)[-1] in _BASES or name in w.data_classes:
+                return True
+    return False
+
+
+def _py_field(w: Any, a: Any) -> str | None:
+    """``name: T=default`` for a field assignment, ``*`` for ``_: KW_ONLY``, None for no field."""
+    left = a.child_by_field_name("left")
+    if left is None or left.type != "identifier":
+        return None
+    name = w.text(left.start_byte, left.end_byte)
+    typ = a.child_by_field_name("type")
+    right = a.child_by_field_name("right")
+    call = right if right is not None and right.type == "call" and _dotted(w, right).rsplit(".", 1)[-1] in _FIELD_CALLS else None
+    if typ is None and call is None:
+        return None  # a plain class attribute (``model_config = …``), not a field
+    ann = _type(w, typ) if typ is not None else ""
+    if _CLASSVAR.search(ann):
+        return None
+    if ann in _KW_ONLY:
+        return "*"
+    default = "" if right is None else _value(w, right)
+    if call is not None:
+        args = _call_args(w, call)
+        if args.get("init") == "False":
+            return None
+        if not ann and "type" in args:
+            ann = args["type"]
+        if "default" in args:  # pydantic ``Field(default=...)``: required
+            default = _short(args["default"]) if args["default"] != "..." else ""
+        elif args.keys() & _FACTORIES:
+            default = "…"
+        elif 0 in args and args[0] != "...":  # ``attr.ib(0)`` / ``Field(0, ge=0)``; ``Field(...)``: required
+            default = _short(args[0])
+        else:
+            default = ""  # ``field(kw_only=True)``: required
+    tail = (f": {ann}" if ann else "") + (f"={default}" if default else "")
+    private = name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+    if private and len(tail) > _max_default():
+        tail = "=…" if default else ""
+    return name + tail
+
+
+def _call_args(w: Any, call: Any) -> dict[str | int, str]:
+    """A call's arguments: keyword ones by name, the first positional one under 0."""
+    out: dict[str | int, str] = {}
+    args = call.child_by_field_name("arguments")
+    for c in args.named_children if args is not None else ():
+        if c.type == "keyword_argument":
+            k, v = c.child_by_field_name("name"), c.child_by_field_name("value")
+            if k is not None and v is not None:
+                out[w.text(k.start_byte, k.end_byte)] = _collapse(w.text(v.start_byte, v.end_byte))
+        elif "comment" not in c.type and 0 not in out and not c.type.endswith("splat"):
+            out[0] = _collapse(w.text(c.start_byte, c.end_byte))
+    return out
+
+
+def _type(w: Any, typ: Any) -> str:
+    edits: list[tuple[int, int, bytes]] = []
+    w._scan(typ, typ.start_byte, typ.end_byte, None, edits, True, False)
+    edits.sort(key=lambda e: (e[0], -e[1]))
+    return _tidy(w._apply(edits, typ.start_byte, typ.end_byte))
+
+
+def _value(w: Any, v: Any) -> str:
+    raw = w.text(v.start_byte, v.end_byte)
+    return "…" if "\n" in raw.strip() else _short(_collapse(raw))
+
+
+def _short(value: str) -> str:
+    return "…" if len(value) > _max_default() or "\n" in value else value
+
+
+def _max_default() -> int:
+    from leanctx.context.modes.compact import MAX_DEFAULT
+
+    return MAX_DEFAULT
+
+
+def _collapse(s: str) -> str:
+    return _WS.sub(" ", s).strip()
+
+
+def _tidy(s: str) -> str:
+    return _CLOSE.sub(r"\1", _OPEN.sub(r"\1", _collapse(s)))
+
+
+# ---------------------------------------------------------------------- TypeScript
+def _typescript(w: Any, node: Any) -> str:
+    if node.type == "interface_declaration":
+        body, lead = node.child_by_field_name("body"), " "
+    else:
+        body, lead = node.child_by_field_name("value"), " = "
+        if body is None or body.type != "object_type":
+            return ""
+    if body is None or not _ts_exported(w, node):
+        return ""
+    props = [_ts_member(w, c) for c in body.named_children if c.type in _TS_MEMBERS]
+    return lead + "{" + "; ".join(p for p in props if p) + "}" if props else ""
+
+
+def _ts_exported(w: Any, node: Any) -> bool:
+    """Exported: right under ``export``, anywhere under ``declare`` (an ambient declaration exports
+    its members), or named in a top-level export list (``export { Options }``). An interface of
+    an exported namespace is exported only when it says so."""
+    name = node.child_by_field_name("name")
+    top = node.parent is not None and node.parent.type == "program"
+    if top and name is not None and w.text(name.start_byte, name.end_byte) in w.js_exports:
+        return True
+    if node.parent is not None and node.parent.type == "export_statement":
+        return True
+    p = node.parent
+    while p is not None:
+        if p.type == "ambient_declaration":
+            return True
+        p = p.parent
+    return False
+
+
+def _ts_member(w: Any, m: Any) -> str:
+    edits: list[tuple[int, int, bytes]] = []
+    todo = list(m.named_children)
+    while todo:
+        c = todo.pop()
+        if "comment" in c.type:
+            edits.append((c.start_byte, c.end_byte, b" "))
+        else:
+            todo.extend(c.named_children)
+    edits.sort(key=lambda e: (e[0], -e[1]))
+    return _tidy(w._apply(edits, m.start_byte, m.end_byte)).rstrip(";,").rstrip()

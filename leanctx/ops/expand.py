@@ -17,6 +17,14 @@ the call that continues from the first line not sent (``--lines N-M``); a first 
 for the cap is cut by characters (a prefix of it is always sent, so following notices always
 makes progress) and the notice names the ``--lines 'L[A-B]'`` call for the rest of it.
 
+The archived view of a read whose lines carry their numbers (``lines:`` and ``task`` views:
+``N<TAB>line`` rows between ``… lines A-B not shown`` gaps and a ``[…]`` footer; see
+``numbered_view``) is sent as it is: its rows are not numbered again (``N:`` would double the
+numbers, ~15 % more tokens, and mix the view's line numbers with the file's). Selectors and
+``--lines A-B`` still count the archive's (the view's) lines, as the cap notices do; a notice
+also names the file lines its follow-up holds (``… not sent (file lines 154-400) · next: …
+--lines 56-304``).
+
 Chains through a huge archive stay linear: an answer counts its lines only as far as the cap
 reaches (``cap_lines`` with ``rest``), and a rest longer than ``followup.EXACT_CHARS`` is
 estimated from a sample of its rows (the notice then says ``estimated from a sample of
@@ -65,7 +73,7 @@ from .followup import Cost, number_chars, numbered_cost, plain_cost
 if TYPE_CHECKING:
     from ..app import LeanCtx
 
-__all__ = ["SHORT_LINE_TOKENS", "Expansion", "expand", "parse_line_range"]
+__all__ = ["SHORT_LINE_TOKENS", "Expansion", "expand", "numbered_view", "parse_line_range"]
 
 SHORT_LINE_TOKENS = 32  # a line this short is never cut by an answer: slicing it needs no "goes on" notice
 _NOTICE_RESERVE = 100  # tokens kept for the notice when sizing the next character range
@@ -85,6 +93,32 @@ class Expansion(msgspec.Struct, frozen=True):
 
 
 _RANGE = re.compile(r"^\s*(\d+)\s*(?:[-:]\s*(\d+)?\s*)?$")
+_FILE_ROW = re.compile(r" *(\d+)\t")  # a row of a numbered view (``render_lines``: right-aligned number, a tab)
+
+
+def numbered_view(lines: list[str]) -> bool:
+    """True when ``lines`` (an archive) is a read view whose rows carry their file line numbers:
+    every line is a ``N<TAB>…`` row (numbers ascending), a gap (``… …``) or a bracketed
+    header / footer (``[…]``), and there is at least one row."""
+    last = 0
+    for ln in lines:
+        m = _FILE_ROW.match(ln)
+        if m is not None:
+            k = int(m.group(1))
+            if k <= last:
+                return False
+            last = k
+        elif not (ln.startswith("… ") or (ln.startswith("[") and ln.endswith("]"))):
+            return False
+    return last > 0
+
+
+def _file_lines(rows: list[tuple[int, str]]) -> str:
+    """`` (file lines A-B)``: the file line numbers of a numbered view's rows, or "" when none."""
+    nums = [int(m.group(1)) for _, t in rows if (m := _FILE_ROW.match(t)) is not None]
+    if not nums:
+        return ""
+    return f" (file line {nums[0]})" if nums[0] == nums[-1] else f" (file lines {nums[0]}-{nums[-1]})"
 _CHARS = re.compile(r"^\s*(\d+)\s*\[\s*(\d+)\s*(?:-\s*(\d+)?\s*)?\]\s*$")
 
 
@@ -165,7 +199,7 @@ def _select(archive_id: str, lines: list[str], head: int | None, tail: int | Non
 
 
 def _notice(archive_id: str, all_lines: list[str], chosen: list[tuple[int, str]], rendered: list[str], cap: int,
-            grep: bool, first_char: int) -> Callable[[Cut], str]:
+            grep: bool, first_char: int, view: bool = False) -> Callable[[Cut], str]:
     """The cap notice of an expansion: what was not sent, and the call that continues."""
     call = f"lean-ctx expand {archive_id}"
 
@@ -189,14 +223,17 @@ def _notice(archive_id: str, all_lines: list[str], chosen: list[tuple[int, str]]
             after = cut.unsent - 1
             if after > 0:
                 first, last = chosen[cut.head + 1][0], chosen[cut.last_unsent - 1][0]
-                parts.append(f"{after} more selected line{'s' if after != 1 else ''} not sent · then: {call}"
+                files = _file_lines(chosen[cut.head + 1:cut.last_unsent]) if view else ""
+                parts.append(f"{after} more selected line{'s' if after != 1 else ''} not sent{files} · then: {call}"
                              f" --lines {first}-{last}")
         else:
             first, last = chosen[cut.head][0], chosen[cut.last_unsent - 1][0]
             then = f"{call} --lines {first}-{last}"
             if grep:
                 then = f"narrow the regex, or {then} (every line from the next match on)"
-            parts.append(f"{cut.unsent} more selected line{'s' if cut.unsent != 1 else ''} not sent · next: {then}")
+            files = _file_lines(chosen[cut.head:cut.last_unsent]) if view else ""
+            parts.append(f"{cut.unsent} more selected line{'s' if cut.unsent != 1 else ''} not sent{files} · next:"
+                         f" {then}")
         how = ", estimated from a sample of them" if cut.estimated else ""
         return (f"[… {' · '.join(parts)} (~{cut.rest_tokens:,} tokens not sent{how}; answers are capped at"
                 f" {cap:,} tokens)]")
@@ -205,7 +242,7 @@ def _notice(archive_id: str, all_lines: list[str], chosen: list[tuple[int, str]]
 
 
 def _rest(chosen: list[tuple[int, str]], rendered: list[str], numbered: bool, first_char: int,
-          encoding: str) -> Callable[[int, int], Cost]:
+          encoding: str, view: bool = False) -> Callable[[int, int], Cost]:
     """What following a cut's notice costs (``leanctx.ops.followup``): the rest of a line cut
     by characters as it is (``L[A-B]`` answers), then the lines not sent numbered ``N:line``
     (``--lines`` answers number them, whatever this answer did)."""
@@ -222,6 +259,8 @@ def _rest(chosen: list[tuple[int, str]], rendered: list[str], numbered: bool, fi
         rows = len(chosen) - head
         if rows <= 0:
             return cost
+        if view:  # a numbered view's rows are sent as they are, by every answer
+            return cost + plain_cost("\n".join(rendered[head:]) + "\n", encoding)
         size = sum(map(len, rendered[head:])) + rows  # with their newlines
         if not numbered:  # contiguous lines (whole, head, tail): their "N:" prefixes are still to come
             size += number_chars(chosen[head][0], chosen[-1][0]) + rows
@@ -316,6 +355,9 @@ def expand(
     if all_lines and all_lines[-1] == "":
         all_lines.pop()
     selector, chosen, numbered, first_char = _select(archive_id, all_lines, head, tail, lines, grep)
+    view = not first_char and numbered_view(all_lines)
+    if view:  # its rows carry their numbers already
+        numbered = False
     rendered = [f"{k}:{ln}" if numbered else ln for k, ln in chosen]
     truncated = 0
     capped = False
@@ -326,8 +368,8 @@ def expand(
         goes_on = _goes_on(archive_id, all_lines, chosen, first_char, cap, encoding)
         room = cap - (count_tokens("\n" + goes_on, encoding) if goes_on else 0)
         body, cut = cap_lines(rendered, room, _notice(archive_id, all_lines, chosen, rendered, cap, grep is not None,
-                                                       first_char), encoding=encoding,
-                              rest=_rest(chosen, rendered, numbered, first_char, encoding))
+                                                       first_char, view), encoding=encoding,
+                              rest=_rest(chosen, rendered, numbered, first_char, encoding, view))
         if cut is not None:
             truncated, capped = cut.unsent, True
         elif goes_on:

@@ -13,9 +13,12 @@ never whole:
   the header's notes count bytes not UTF-8 and CR-only line ends over the whole file;
 - a file whose first 8,192 bytes hold a NUL is refused (``READ_BINARY_FILE``), as any read;
 - the lines asked for may hold at most ``MAX_FILE_BYTES`` bytes in all
-  (``READ_LINES_TOO_LARGE`` otherwise: ask for fewer lines), so memory stays bounded;
+  (``READ_LINES_TOO_LARGE`` otherwise: ask for fewer lines; for one line over the limit by
+  itself, which no ``lines:`` read can send, the message names the shell command that sends it
+  in pieces of ``PIECE_BYTES`` bytes), so memory stays bounded;
 - **redaction** (``redact_keeping_lines``) runs on each range with ``CONTEXT`` lines on either
-  side (a secret split over a range's edge is still recognized), and on a range that starts
+  side (of each, at most ``CONTEXT_BYTES``: its end before the range, its start after; they do
+  not count towards the limit above, so a huge line next to the lines asked for is no obstacle) (a secret split over a range's edge is still recognized), and on a range that starts
   inside a private key block (its ``BEGIN`` line earlier in the file, no ``END`` since) with
   that ``BEGIN`` line in front, so the key's lines are redacted as in a whole-file read;
 - the view is rendered exactly as ``render_lines`` renders it (``N<TAB>line``, the gaps, the
@@ -41,10 +44,11 @@ from ..context.tokens import count_tokens
 from ..errors import InvalidInput
 from .read_load import MAX_FILE_BYTES, decode
 
-__all__ = ["CHUNK", "CONTEXT", "Streamed", "render_streamed", "stream_lines"]
+__all__ = ["CHUNK", "CONTEXT", "PIECE_BYTES", "Streamed", "render_streamed", "stream_lines"]
 
 CHUNK = 1 << 20
 CONTEXT = 2  # lines kept around each range for redaction only
+CONTEXT_BYTES = 65_536  # of a context line, at most this much is kept (its end before a range, its start after)
 _SAMPLE = 2048  # bytes of each chunk counted for the raw_tokens estimate
 _LONE_CR = re.compile(rb"\r(?!\n)")
 _KEY_MARK = re.compile(rb"-----(BEGIN|END) [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
@@ -81,10 +85,12 @@ def _wanted(spec: str) -> list[tuple[int, int]]:
 def stream_lines(fd: int, rel: str, st: os.stat_result, spec: str, hashed_ns: int, encoding: str) -> Streamed:
     """Stream the open file ``fd`` (see the module doc); refusals raise ``InvalidInput``."""
     want = _wanted(spec)
+    asked = parse_ranges(spec, _ENOUGH)  # valid: _wanted parsed it
     sha = hashlib.sha256()
     utf8 = codecs.getincrementaldecoder("utf-8")("surrogateescape")  # only to count bytes not UTF-8
     kept: dict[int, bytearray] = {}
     kept_bytes = 0
+    sizes: dict[int, int] = {}  # bytes of each line kept (or that would have been)
     too_many = False
     line = 1  # the line the next byte belongs to
     held = b""  # a CR at the end of a chunk: its LF may start the next one
@@ -118,6 +124,15 @@ def stream_lines(fd: int, rel: str, st: os.stat_result, spec: str, hashed_ns: in
                 for i, part in enumerate(data.split(b"\n")):
                     k = line + i
                     if any(s <= k <= e for s, e in want):
+                        if not any(s <= k <= e for s, e in asked):  # context only: a bounded piece of it
+                            got = kept.setdefault(k, bytearray())
+                            if any(s > k for s, _ in asked):  # before a range: its end
+                                got.extend(part)
+                                del got[:max(0, len(got) - CONTEXT_BYTES)]
+                            else:  # after one: its start
+                                got.extend(part[:max(0, CONTEXT_BYTES - len(got))])
+                            continue
+                        sizes[k] = sizes.get(k, 0) + len(part)
                         if kept_bytes + len(part) > MAX_FILE_BYTES:
                             too_many = True
                             continue
@@ -132,15 +147,42 @@ def stream_lines(fd: int, rel: str, st: os.stat_result, spec: str, hashed_ns: in
                   hashed_ns if size == st.st_size else 0, bad, cr_breaks)
     ranges = _resolve(rel, spec, lines)
     if too_many:
-        raise InvalidInput("READ_LINES_TOO_LARGE", f"lines {_shown(ranges)} of {rel} hold more than"
-                           f" {MAX_FILE_BYTES:,} bytes, more than lean-ctx keeps of a file; ask for fewer lines"
-                           f" (the file has {lines:,})", path=rel)
+        raise _too_large(rel, ranges, lines, sizes)
     raw = round(sample_tokens * size / sample_bytes) if sample_bytes else 0
     out: dict[int, str] = {}
     for k, b in kept.items():
         if k <= lines:
             out[k] = decode(bytes(b).removesuffix(b"\r"))[0]  # a CRLF's CR (lone CRs are line ends already)
     return Streamed(rel, fs.sha256, fs, lines, out, begins, raw, spec)
+
+
+PIECE_BYTES = 60_000  # bytes of one piece of an over-long line in the advice (about 15,000 tokens)
+
+
+def _too_large(rel: str, ranges: list[tuple[int, int]], lines: int, sizes: dict[int, int]) -> InvalidInput:
+    """``READ_LINES_TOO_LARGE``: fewer lines, or, for a line over the limit by itself (which no
+    ``lines:`` read can send: ``lines:`` has no character ranges), the shell command that sends
+    pieces of it (its lines numbered as lean-ctx numbers them, ``read_load.crlf_as_lines``)."""
+    import shlex
+
+    from .read_load import crlf_as_lines
+
+    asked = {k for s, e in ranges for k in range(s, e + 1)}
+    huge = [k for k in sorted(sizes) if k in asked and sizes[k] > MAX_FILE_BYTES]
+    if not huge:
+        return InvalidInput("READ_LINES_TOO_LARGE", f"lines {_shown(ranges)} of {rel} hold more than"
+                            f" {MAX_FILE_BYTES:,} bytes, more than lean-ctx keeps of a file; ask for fewer lines"
+                            f" (the file has {lines:,})", path=rel)
+    k = huge[0]
+    piece = f"{crlf_as_lines(rel)} | sed -n '{k}{{p;q}}' | cut -b 1-{PIECE_BYTES}"
+    more = f" (and {len(huge) - 1:,} more such line{'s' if len(huge) > 2 else ''})" if len(huge) > 1 else ""
+    return InvalidInput(
+        "READ_LINES_TOO_LARGE",
+        f"line {k} of {rel} alone holds {sizes[k]:,} bytes{more}, more than lean-ctx keeps of a file"
+        f" ({MAX_FILE_BYTES:,}), and a lines: read sends whole lines only; take it in pieces with lean-ctx shell --"
+        f" {shlex.quote(piece)} (bytes 1-{PIECE_BYTES:,}; then {PIECE_BYTES + 1}-{2 * PIECE_BYTES}, …)"
+        + (", and read the other lines with lines: ranges that leave it out" if len(asked) > 1 else ""),
+        path=rel, line=k, bytes=sizes[k])
 
 
 def _key_marks(data: bytes, line: int, want: list[tuple[int, int]], begins: dict[int, str]) -> None:

@@ -20,8 +20,10 @@ fast check, and decoding.
    tell a racily clean record); a file whose size changed while it was read is recorded as
    never trusted.
    A file over ``MAX_FILE_BYTES`` (8 MiB) is refused (``READ_FILE_TOO_LARGE``) in every mode
-   but ``lines:``; the message names the commands that do reach it, ``lean-ctx shell -- sed -n
-   'N,Mp' FILE``, ``… grep -n PATTERN FILE`` and a ``lines:`` read. A ``lines:`` read of such a
+   but ``lines:``; the message names what reaches it: a ``lines:`` read, and the command that
+   finds line numbers for it (``numbered_grep``: ``perl -pe "s/\r(?!\n)/\n/g" FILE | grep -n
+   PATTERN``; plain ``grep -n`` does not count a lone CR as a line end, so its numbers would not
+   be lean-ctx's on a file with progress bars). A ``lines:`` read of such a
    file is streamed (``leanctx.ops.read_huge``: only the lines asked for are kept, the sha256
    is computed on the way, nothing is cached).
 5. **decoding**: UTF-8; each byte that is not UTF-8 becomes one U+FFFD (``bad_bytes`` counts
@@ -52,7 +54,8 @@ from ..paths import PathRefused, normalize
 if TYPE_CHECKING:
     from .read_huge import Streamed
 
-__all__ = ["ALLOW_SECRETS_ENV", "MAX_FILE_BYTES", "Loaded", "blob_of", "decode", "decode_notes", "load"]
+__all__ = ["ALLOW_SECRETS_ENV", "MAX_FILE_BYTES", "Loaded", "blob_of", "crlf_as_lines", "decode", "decode_notes", "load",
+           "numbered_grep"]
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
 ALLOW_SECRETS_ENV = "LEAN_CTX_ALLOW_SECRET_FILES"
@@ -133,6 +136,18 @@ def _open(full: str, rel: str, root: str) -> int:
         raise InvalidInput("READ_UNREADABLE", f"cannot open {rel}: {exc.strerror}", path=rel) from None
 
 
+def crlf_as_lines(path: str) -> str:
+    """A shell command printing ``path`` with every lone CR made a line end, so that ``grep -n``,
+    ``sed -n`` and ``awk`` number its lines as lean-ctx does (LF, CRLF and a lone CR each end one;
+    a CRLF stays one line end). Its only quoting is double quotes, so it nests in single ones."""
+    return f"perl -pe \"s/\\r(?!\\n)/\\n/g\" {shlex.quote(path)}"
+
+
+def numbered_grep(path: str, pattern: str = "PATTERN", flags: str = "-n") -> str:
+    """The shell pipeline finding lines of ``path`` with grep, numbered as lean-ctx numbers them."""
+    return f"{crlf_as_lines(path)} | grep {flags} {pattern}"
+
+
 def _check(st: os.stat_result, full: str, rel: str, root: str, *, stream: bool = False) -> bool:
     """Refuse what is not a regular file inside the project; True: over the size limit, and
     ``stream`` (a ``lines:`` read) allows it."""
@@ -146,13 +161,12 @@ def _check(st: os.stat_result, full: str, rel: str, root: str, *, stream: bool =
     if st.st_size > MAX_FILE_BYTES:
         if stream:
             return True
-        q = shlex.quote(rel)
         raise InvalidInput(
             "READ_FILE_TOO_LARGE",
             f"{rel} is {st.st_size:,} bytes; lean-ctx reads files up to {MAX_FILE_BYTES:,} bytes, and search skips"
-            f" larger ones: show its lines N-M with lean-ctx shell -- sed -n 'N,Mp' {q}, find lines with lean-ctx"
-            f" shell -- grep -n PATTERN {q} (the shell's output is redacted too); a read in mode lines:N-M"
-            " streams just those lines", path=rel,
+            f" larger ones: a read in mode lines:N-M streams just those lines; find their numbers with lean-ctx"
+            f" shell -- {shlex.quote(numbered_grep(rel))} (numbered as lean-ctx numbers lines: a lone CR ends one"
+            " too, which grep -n alone does not count; the shell's output is redacted too)", path=rel,
         )
     return False
 

@@ -66,7 +66,9 @@ NAMED_LARGE = 3  # files not searched for their size that a note names
 def large_note(query: str, paths: list[str], why: str, then: str, grep: list[str]) -> str:
     """The note on files not searched for their size: how many, the first ``NAMED_LARGE`` of
     them, and the command that searches those over the read limit (``grep``), which only a
-    ``lines:`` read can reach (streamed): the query itself as the pattern when it holds no secret, else ``PATTERN``."""
+    ``lines:`` read can reach (streamed): the query itself as the pattern when it holds no secret, else ``PATTERN``;
+    a ``grep -n`` behind ``read_load.crlf_as_lines``, so that its numbers are the ``lines:`` read's
+    (a lone CR ends a line for lean-ctx, not for grep)."""
     import shlex
 
     n = len(paths)
@@ -75,9 +77,12 @@ def large_note(query: str, paths: list[str], why: str, then: str, grep: list[str
     if grep:
         pattern = shlex.quote(query) if redact(query).count == 0 else "PATTERN"
         flags = "-nE" if any(c.isupper() for c in query) else "-niE"
-        note += (f"; search {'it' if len(grep) == 1 else 'them'} with: lean-ctx shell -- grep {flags} {pattern} "
-                 + " ".join(shlex.quote(p) for p in grep[:NAMED_LARGE])
-                 + ", then read the lines it finds with --mode lines:N-M (streamed)")
+        from .read_load import numbered_grep
+
+        one = "it" if len(grep) == 1 else f"them one at a time, {grep[0]} first"
+        note += (f"; search {one} with: lean-ctx shell -- {shlex.quote(numbered_grep(grep[0], pattern, flags))}"
+                 " (numbered as lean-ctx numbers lines: a lone CR ends one too, which grep -n alone does not count),"
+                 " then read the lines it finds with --mode lines:N-M (streamed)")
     return note
 
 

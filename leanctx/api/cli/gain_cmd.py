@@ -5,8 +5,8 @@ reads left in their archive and not expanded since (``SavingsRow.deferred_tokens
 neither as saved nor as sent. The tokenizer note names the encodings that counted, a
 correction factor as ``×F`` (``cl100k_base*1.1`` → ``cl100k×1.1``).
 
-When most calls of the report come from one-call default agents (``local-<pid>``: no
-``$LEAN_CTX_AGENT_ID``, each call from a fresh shell), a last line says the figures scatter and
+When most calls of the report come from short-lived default agents (``local-<pid>``: no
+``$LEAN_CTX_AGENT_ID``, a few calls from each fresh shell), a last line says the figures scatter and
 to set ``LEAN_CTX_AGENT_ID`` / a session (``scatter`` in ``--json``, else null; see
 ``leanctx.api.cli.gain_scatter``)."""
 

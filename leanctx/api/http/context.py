@@ -102,6 +102,7 @@ class ShellBody(_Body):
     timeout: float = DEFAULT_SHELL_TIMEOUT
     env: list[str] = []  # NAME=VALUE added to the environment the command inherits
     raw: bool = False  # uncompressed (secrets still redacted)
+    max_tokens: int | None = None  # the answer cap (default 20,000; SHELL_INVALID_CAP outside its range)
 
 
 class EditBody(_Body):
@@ -190,7 +191,7 @@ async def shell(request: Request) -> Response:
     cwd = shell_cwd(st.project_root, b.cwd)
     r = await st.run(run_shell, st.lc, command, cwd=cwd, timeout=b.timeout, env_passthrough=env, raw=b.raw,
                      actor=agent, session_id=session, project=st.project_root, now=st.now(),
-                     encoding=encoding_of())
+                     encoding=encoding_of(), **({"cap_tokens": b.max_tokens} if b.max_tokens is not None else {}))
     return JSON({f: getattr(r, f) for f in r.__struct_fields__} | {"saved_tokens": r.saved_tokens})
 
 

@@ -162,6 +162,7 @@ class ShellArgs(_Args):
     timeout: Annotated[float, Meta(description=f"seconds, at most {MAX_SHELL_TIMEOUT:g}")] = DEFAULT_SHELL_TIMEOUT
     env: Annotated[list[str], Meta(description="NAME=VALUE added to the environment")] = []
     raw: bool = False
+    max_tokens: int | None = None
 
 
 @tool("ctx_shell", category="core", args=ShellArgs, description="""
@@ -178,7 +179,8 @@ def ctx_shell(lc: Any, caller: Caller, a: ShellArgs) -> dict[str, Any]:
     env = env_pairs(a.env)
     cwd = shell_cwd(caller.project, a.cwd)
     r = run_shell(lc, target, cwd=cwd, timeout=a.timeout, env_passthrough=env, raw=a.raw, actor=caller.agent_id,
-                  session_id=caller.session_id, project=caller.project, encoding=encoding_of(caller))
+                  session_id=caller.session_id, project=caller.project, encoding=encoding_of(caller),
+                  **({"cap_tokens": a.max_tokens} if a.max_tokens is not None else {}))
     return {"text": r.text, **_without(r, "text", "command", "encoding"), "exit_code": r.exit_code}
 
 

@@ -149,13 +149,23 @@ def compose(cmd: RecordRead, f: ReadFile, view: ReadView, head: str, scent: str 
     total = len(body_lines)
 
     priced: dict[tuple[int, int], tuple[int, bool]] = {}
+    numbered: list[bool] = []
 
     def follow_up(k: int, chars: int) -> tuple[int, bool]:
-        """What the notice's next calls will send (``expand`` numbers its lines): priced once per cut."""
+        """What the notice's next calls will send, priced once per cut: ``expand`` numbers the
+        lines of an archive, except a view whose rows carry their file line numbers already
+        (``lines:``), which it sends as they are."""
         if (k, chars) not in priced:
-            from ..ops.followup import lines_rest
+            from ..ops.expand import numbered_view
+            from ..ops.followup import lines_rest, plain_cost
 
-            c = lines_rest(body_lines, k, chars, enc)
+            if not numbered:
+                numbered.append(numbered_view(body_lines))
+            if numbered[0]:
+                rest = body_lines[k:]
+                c = plain_cost("\n".join([rest[0][chars:], *rest[1:]] if chars and rest else rest), enc)
+            else:
+                c = lines_rest(body_lines, k, chars, enc)
             priced[(k, chars)] = (c.tokens, c.estimated)
         return priced[(k, chars)]
 

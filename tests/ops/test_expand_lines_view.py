@@ -82,3 +82,28 @@ def test_numbered_view_detection() -> None:
     assert not numbered_view(["1\ta", "1\tb"])  # not ascending
     assert not numbered_view(["12\tok", "plain text"])
     assert not numbered_view(["… nothing", "[footer]"])  # no row
+
+
+def test_a_capped_lines_reads_notice_prices_its_rows_as_expand_sends_them(tmp_path: Path) -> None:
+    """The rows of a ``lines:`` view carry their file numbers and expand sends them as they are:
+    the read notice's "~N tokens" is what the follow-up call sends (within 3 %)."""
+    import re
+
+    from leanctx.app import LeanCtx
+    from leanctx.ops.expand import expand
+    from leanctx.ops.read import read_files
+
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "log.txt").write_text("".join(f"event {i} happened at stage {i % 7} with value {i * 13}\n"
+                                          for i in range(1, 3001)))
+    with LeanCtx(tmp_path / "events.db") as lc:
+        a = read_files(lc, ["log.txt"], mode="lines:100-900", actor="a", session_id="s", project=str(proj),
+                       cap_tokens=2000)[0]
+        m = re.search(r"\(~([\d,]+) tokens\) archived as (A[0-9a-f]{16}) · lean-ctx expand \2 --lines (\d+-\d+)",
+                      a.text)
+        assert a.capped and m, a.text[-300:]
+        follow = expand(lc, m.group(2), lines=m.group(3))
+        announced = int(m.group(1).replace(",", ""))
+        assert not follow.capped
+        assert abs(follow.sent_tokens - announced) <= 0.03 * follow.sent_tokens, (announced, follow.sent_tokens)

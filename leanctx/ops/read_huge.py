@@ -38,8 +38,7 @@ import re
 from ..cache.views import FileStat, View
 from ..commands.read import redact_keeping_lines
 from ..context.errors import ContextError
-from ..context.modes.basic import parse_ranges
-from ..context.modes.rendered import footer, plural
+from ..context.modes.basic import numbered_ranges, parse_ranges, ranges_spec
 from ..context.tokens import count_tokens
 from ..errors import InvalidInput
 from .read_load import MAX_FILE_BYTES, decode
@@ -170,7 +169,7 @@ def _too_large(rel: str, ranges: list[tuple[int, int]], lines: int, sizes: dict[
     asked = {k for s, e in ranges for k in range(s, e + 1)}
     huge = [k for k in sorted(sizes) if k in asked and sizes[k] > MAX_FILE_BYTES]
     if not huge:
-        return InvalidInput("READ_LINES_TOO_LARGE", f"lines {_shown(ranges)} of {rel} hold more than"
+        return InvalidInput("READ_LINES_TOO_LARGE", f"lines {ranges_spec(ranges)} of {rel} hold more than"
                             f" {MAX_FILE_BYTES:,} bytes, more than lean-ctx keeps of a file; ask for fewer lines"
                             f" (the file has {lines:,})", path=rel)
     k = huge[0]
@@ -210,14 +209,6 @@ def _resolve(rel: str, spec: str, lines: int) -> list[tuple[int, int]]:
         raise InvalidInput(exc.code, exc.message, path=rel) from None
 
 
-def _shown(ranges: list[tuple[int, int]]) -> str:
-    return ",".join(f"{s}-{e}" if s != e else str(s) for s, e in ranges)
-
-
-def _gap(a: int, b: int) -> str:  # as ``render_lines`` writes it
-    return f"… line {a} not shown" if a == b else f"… lines {a}-{b} not shown ({b - a + 1} lines)"
-
-
 def render_streamed(f: Streamed, encoding: str, *, raw: bool) -> tuple[View, View, int]:
     """(the view sent, its redacted rendering, secrets redacted in the lines kept)."""
     ranges = _resolve(f.rel, f.spec, f.lines)
@@ -239,21 +230,5 @@ def render_streamed(f: Streamed, encoding: str, *, raw: bool) -> tuple[View, Vie
 
 
 def _render(f: Streamed, ranges: list[tuple[int, int]], lines: dict[int, str], encoding: str) -> View:
-    n = f.lines
-    width = len(str(ranges[-1][1]))
-    out: list[str] = []
-    prev = 0
-    shown = 0
-    for s, e in ranges:
-        if s > prev + 1:
-            out.append(_gap(prev + 1, s - 1))
-        out.extend(f"{k:>{width}}\t{lines[k]}" for k in range(s, e + 1))
-        shown += e - s + 1
-        prev = e
-    if prev < n:
-        out.append(_gap(prev + 1, n))
-    omitted = n - shown
-    note = f"{plural(omitted, 'line')} not shown" if omitted else None
-    out.append(footer(f"lines:{_shown(ranges)}", n, note))
-    text = "\n".join(out)
-    return View("lines", text, n, shown, omitted, note, None, count_tokens(text, encoding))
+    text, shown, note = numbered_ranges(ranges, lines.__getitem__, f.lines)
+    return View("lines", text, f.lines, shown, f.lines - shown, note, None, count_tokens(text, encoding))

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Callable
 
 from leanctx.context.errors import ReadInvalidRange
 from leanctx.context.modes.rendered import Rendered, footer, plural, source_lines
 
-__all__ = ["diff_texts", "parse_ranges", "render_diff", "render_full", "render_lines"]
+__all__ = ["diff_texts", "numbered_ranges", "parse_ranges", "ranges_spec", "render_diff", "render_full", "render_lines"]
 
 
 def render_full(path: str, text: str, language: str) -> Rendered:
@@ -61,6 +62,21 @@ def render_lines(path: str, text: str, language: str, spec: str) -> Rendered:
     lines = source_lines(text)
     n = len(lines)
     ranges = parse_ranges(spec, n)
+    body, shown, note = numbered_ranges(ranges, lambda k: lines[k - 1], n)
+    return Rendered(mode="lines", path=path, language=language, text=body, line_count=n,
+                    shown_lines=shown, omitted_lines=n - shown, omitted=note)
+
+
+def ranges_spec(ranges: list[tuple[int, int]]) -> str:
+    """``[(1, 40), (90, 90)]`` → ``1-40,90``."""
+    return ",".join(f"{s}-{e}" if s != e else str(s) for s, e in ranges)
+
+
+def numbered_ranges(ranges: list[tuple[int, int]], line: Callable[[int], str], n: int) -> tuple[str, int, str | None]:
+    """A ``lines:`` view of an ``n``-line file: each line of ``ranges`` as ``N<TAB>text``
+    (``line(k)``: the text of 1-based line ``k``), the lines between as one gap line, and the
+    footer. Returns (text, lines shown, the omission note). Shared by reads that load the file
+    and those that stream it (``leanctx.ops.read_huge``), so both views read the same."""
     width = len(str(ranges[-1][1]))
     out: list[str] = []
     prev_end = 0
@@ -68,17 +84,15 @@ def render_lines(path: str, text: str, language: str, spec: str) -> Rendered:
     for s, e in ranges:
         if s > prev_end + 1:
             out.append(_gap(prev_end + 1, s - 1))
-        out.extend(f"{k:>{width}}\t{lines[k - 1]}" for k in range(s, e + 1))
+        out.extend(f"{k:>{width}}\t{line(k)}" for k in range(s, e + 1))
         shown += e - s + 1
         prev_end = e
     if prev_end < n:
         out.append(_gap(prev_end + 1, n))
     omitted = n - shown
-    shown_spec = ",".join(f"{s}-{e}" if s != e else str(s) for s, e in ranges)
     note = f"{plural(omitted, 'line')} not shown" if omitted else None
-    out.append(footer(f"lines:{shown_spec}", n, note))
-    return Rendered(mode="lines", path=path, language=language, text="\n".join(out), line_count=n,
-                    shown_lines=shown, omitted_lines=omitted, omitted=note)
+    out.append(footer(f"lines:{ranges_spec(ranges)}", n, note))
+    return "\n".join(out), shown, note
 
 
 def diff_texts(old: str, new: str, context: int = 1) -> tuple[list[str], int, int, int]:

@@ -101,7 +101,10 @@ def test_every_other_mode_still_refuses_a_huge_file(reader: Any, proj: Path, mod
     with pytest.raises(LeanCtxError) as e:
         reader.one("big.log", mode=mode)
     assert e.value.code == "READ_FILE_TOO_LARGE"
-    assert "sed -n 'N,Mp' big.log" in e.value.message and "grep -n PATTERN big.log" in e.value.message
+    # the grep it names numbers lines as lean-ctx does (a lone CR ends one); plain sed/grep -n are not named
+    assert r"""find their numbers with lean-ctx shell -- 'perl -pe "s/\r(?!\n)/\n/g" big.log | grep -n PATTERN'""" \
+        in e.value.message, e.value.message
+    assert "sed -n" not in e.value.message and "grep -n PATTERN big.log" not in e.value.message
     assert "mode lines:N-M streams just those lines" in e.value.message
 
 
@@ -167,7 +170,7 @@ def test_a_capped_range_is_archived_and_expandable(reader: Any, proj: Path) -> N
     m = re.search(r"lean-ctx expand (A[0-9a-f]{16}) --lines (\d+)-(\d+)", a.text)
     assert m
     e = expand(reader.lc, m.group(1), lines="40000")  # the view's line 40000 is the file's
-    assert e.text == "40000:40000\t" + FILLER.format(40000).rstrip("\n")
+    assert e.text == "40000\t" + FILLER.format(40000).rstrip("\n")  # the view's row as it is, not renumbered
 
 
 def test_cli_lines_read_of_a_huge_file(tmp_path: Path, proj: Path) -> None:

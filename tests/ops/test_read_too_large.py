@@ -18,6 +18,14 @@ from leanctx.ops.read import MAX_FILE_BYTES
 
 LEAN_CTX = str(Path(sys.executable).with_name("lean-ctx"))
 SECRET = "sk-abcdefghijklmnopqrstuvwxyz0123456789ABCD"
+FILLER = "filler line of the big log, nothing to see here\n"
+N_FILLER = MAX_FILE_BYTES // len(FILLER) + 10
+BAR = "progress 50%\rprogress 100%\n"  # a lone CR: two lines for lean-ctx, one for grep -n alone
+KEY_AT = 2 + N_FILLER + 1  # the api_key line as lean-ctx numbers it (grep -n alone: one less)
+NEEDLE_AT = KEY_AT + 1
+# the grep that the refusal and the search note name for "big log.txt": behind a perl that makes each lone CR a
+# line end (lean-ctx numbers lines so, grep -n alone does not), all in single quotes for lean-ctx shell
+BIG_GREP = r"""lean-ctx shell -- 'perl -pe "s/\r(?!\n)/\n/g" '"'"'big log.txt'"'"' | grep {flags} {pattern}'"""
 
 
 def run(db: Path, proj: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -30,10 +38,9 @@ def run(db: Path, proj: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def proj(tmp_path: Path) -> Path:
     root = tmp_path / "proj"
     root.mkdir()
-    line = "filler line of the big log, nothing to see here\n"
-    n = MAX_FILE_BYTES // len(line) + 10
-    with open(root / "big log.txt", "w") as f:
-        f.write(line * n)
+    with open(root / "big log.txt", "w", newline="") as f:
+        f.write(BAR)
+        f.write(FILLER * N_FILLER)
         f.write(f'api_key = "{SECRET}"\nthe needle is here\n')
     (root / "small.py").write_text("x = 1\n")
     return root
@@ -48,26 +55,25 @@ def _lean_ctx_args(command: str) -> list[str]:
 
 def test_read_of_a_too_large_file_names_commands_that_work(tmp_path: Path, proj: Path) -> None:
     db = tmp_path / "e.db"
-    n = MAX_FILE_BYTES // len("filler line of the big log, nothing to see here\n") + 10
     p = run(db, proj, "read", "big log.txt", "--mode", "full")  # every mode but lines: refuses it
     assert p.returncode == 2 and "READ_FILE_TOO_LARGE" in p.stderr
-    m = re.search(r"show its lines N-M with (lean-ctx shell -- sed -n 'N,Mp' '.+?'),", p.stderr)
+    m = re.search(r"find their numbers with (lean-ctx shell -- '.+?') \(numbered as lean-ctx numbers lines: a lone CR"
+                  r" ends one too, which grep -n alone does not count; the shell's output is redacted too\)", p.stderr)
     assert m, p.stderr
-    sed = m.group(1).replace("N,M", f"{n},{n + 2}")
-    out = run(db, proj, *_lean_ctx_args(sed))
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.splitlines()[-2:] == ['api_key = "[REDACTED:openai_key]"', "the needle is here"]
-    assert SECRET not in out.stdout
-    m = re.search(r"find lines with (lean-ctx shell -- grep -n PATTERN '.+?') ", p.stderr)
-    assert m, p.stderr
+    assert m.group(1) == BIG_GREP.format(flags="-n", pattern="PATTERN"), m.group(1)
+    assert "sed -n" not in p.stderr
     out = run(db, proj, *_lean_ctx_args(m.group(1).replace("PATTERN", "needle")))
-    assert out.returncode == 0 and f"{n + 2}:the needle is here" in out.stdout, out.stdout + out.stderr
-    # and a lines: read of it, which streams just those lines (leanctx.ops.read_huge)
+    assert out.returncode == 0 and f"{NEEDLE_AT}:the needle is here" in out.stdout, out.stdout + out.stderr
+    # the shell's output is redacted too: the secret's line is found, its key is not shown
+    out = run(db, proj, *_lean_ctx_args(m.group(1).replace("PATTERN", "api_key")))
+    assert out.returncode == 0 and f'{KEY_AT}:api_key = "[REDACTED:openai_key]"' in out.stdout, out.stdout + out.stderr
+    assert SECRET not in out.stdout
+    # and a lines: read of the lines it found, which streams just those lines (leanctx.ops.read_huge)
     m = re.search(r"a read in mode (lines:N-M) streams just those lines", p.stderr)
     assert m, p.stderr
-    out = run(db, proj, "read", "big log.txt", "--mode", m.group(1).replace("N-M", f"{n + 1}-{n + 2}"))
+    out = run(db, proj, "read", "big log.txt", "--mode", m.group(1).replace("N-M", f"{KEY_AT}-{NEEDLE_AT}"))
     assert out.returncode == 0, out.stderr
-    assert f'{n + 1}\tapi_key = "[REDACTED:openai_key]"' in out.stdout and f"{n + 2}\tthe needle is here" in out.stdout
+    assert f'{KEY_AT}\tapi_key = "[REDACTED:openai_key]"' in out.stdout and f"{NEEDLE_AT}\tthe needle is here" in out.stdout
     assert SECRET not in out.stdout and "filler line" not in out.stdout, out.stdout
 
 
@@ -83,13 +89,15 @@ def test_search_names_the_files_it_skips_and_how_to_search_them(tmp_path: Path, 
     p = run(db, proj, "search", method, "needle")
     assert p.returncode == 0, p.stderr
     assert "(big log.txt): results are partial" in p.stdout
-    m = re.search(r"search it with: (lean-ctx shell -- grep -niE needle 'big log.txt'), then read the lines it"
-                  r" finds with --mode (lines:N-M) \(streamed\)\]", p.stdout)
+    m = re.search(r"search it with: (lean-ctx shell -- '.+?') \(numbered as lean-ctx numbers lines: a lone CR ends"
+                  r" one too, which grep -n alone does not count\), then read the lines it finds with --mode"
+                  r" (lines:N-M) \(streamed\)\]", p.stdout)
     assert m, p.stdout
+    assert m.group(1) == BIG_GREP.format(flags="-niE", pattern="needle"), m.group(1)
     out = run(db, proj, *_lean_ctx_args(m.group(1)))
     assert out.returncode == 0 and "the needle is here" in out.stdout, out.stdout + out.stderr
     found = re.search(r"^(\d+):the needle is here$", out.stdout, re.M)
-    assert found, out.stdout
+    assert found and int(found[1]) == NEEDLE_AT, out.stdout
     out = run(db, proj, "read", "big log.txt", "--mode", m.group(2).replace("N-M", f"{found[1]}-{found[1]}"))
     assert out.returncode == 0 and f"{found[1]}\tthe needle is here" in out.stdout, out.stdout + out.stderr
 
@@ -103,13 +111,15 @@ def test_search_names_a_few_files_and_counts_the_rest(tmp_path: Path) -> None:
     p = run(tmp_path / "e.db", root, "search", "--regex", "zz")
     assert "5 files over 8,388,608 bytes (the read limit) not searched (big0.txt, big1.txt, big2.txt and 2 more)" \
         in p.stdout, p.stdout
-    assert ("search them with: lean-ctx shell -- grep -niE zz big0.txt big1.txt big2.txt, then read the lines it"
-            " finds with --mode lines:N-M (streamed)]") in p.stdout, p.stdout
+    assert ("""results are partial; search them one at a time, big0.txt first with: lean-ctx shell -- 'perl -pe"""
+            r""" "s/\r(?!\n)/\n/g" big0.txt | grep -niE zz' (numbered as lean-ctx numbers lines: a lone CR ends one"""
+            " too, which grep -n alone does not count), then read the lines it finds with --mode lines:N-M"
+            " (streamed)]") in p.stdout, p.stdout
 
 
 def test_search_note_never_repeats_a_secret_query(tmp_path: Path, proj: Path) -> None:
     p = run(tmp_path / "e.db", proj, "search", "--regex", SECRET)
-    assert SECRET not in p.stdout and "grep -nE PATTERN 'big log.txt'" in p.stdout, p.stdout
+    assert SECRET not in p.stdout and BIG_GREP.format(flags="-nE", pattern="PATTERN") in p.stdout, p.stdout
 
 
 GO_PRIVATE = 'package tzdata\n\n// Code generated. DO NOT EDIT.\n\nconst zipdata = "PK\\x03\\x04"\n'

@@ -17,7 +17,9 @@ The handler runs inside the log's ``BEGIN IMMEDIATE`` transaction and does, in o
    that case only; a stale read is refused regardless;
 4. the match: the old text must occur exactly once (overlapping occurrences count: ``aa`` in
    ``aaa`` is ambiguous) → ``EDIT_NO_MATCH`` / ``EDIT_AMBIGUOUS``; with ``replace_all`` every
-   non-overlapping occurrence is replaced;
+   non-overlapping occurrence is replaced. An old text that does not match and holds a
+   ``[REDACTED`` marker (copied from a redacted read: the file holds the real value) gets an
+   ``EDIT_NO_MATCH`` saying so and how to proceed (old text around the secret, or a raw read);
 5. the atomic write (``ops.files.atomic_write``: same-directory temp file, fsync, mode kept,
    ``os.replace``) and ``file.edited`` (before/after sha256, replacements) on ``edit:<path>``.
 
@@ -118,6 +120,21 @@ def _occurrences(text: str, old: str, cap: int = 1000) -> int:
     return n
 
 
+_REDACTION_MARKER = "[REDACTED"
+
+
+def _no_match_message(path: str, old: str) -> str:
+    """``EDIT_NO_MATCH``'s message; an old text holding a ``[REDACTED:...]`` marker was copied from
+    a redacted read, and the file holds the real value there: it cannot match as written."""
+    if _REDACTION_MARKER not in old:
+        return (f"the old text does not occur in {path}; copy it exactly from the file (whitespace and line endings"
+                " count)")
+    return (f"the old text does not occur in {path}: it holds a redaction marker ([REDACTED:...]) from a read, and"
+            " the file holds the real value there, not the marker; choose old text around the secret (the lines"
+            f" before or after it, without the marker), or read the file unredacted with the CLI (lean-ctx read"
+            f" {path} --raw: project files only; ctx_read always redacts) and copy the old text from that")
+
+
 def _refuse_secret_file(path: str, asked: str) -> None:
     """A well-known secret file (``.env``, ``id_rsa``, ``*.pem``...) is not edited, as it is not
     read: whether an old text matches would tell what the secret holds. ``EDIT_SECRET_FILE``
@@ -186,11 +203,8 @@ def edit(ctx: CommandContext, cmd: EditFile) -> EditResult:
 
     first = text.find(cmd.old)
     if first < 0:
-        raise CommandError(
-            "EDIT_NO_MATCH",
-            f"the old text does not occur in {path}; copy it exactly from the file (whitespace and line endings count)",
-            path=path,
-        )
+        marker = {"redaction_marker": True} if _REDACTION_MARKER in cmd.old else {}
+        raise CommandError("EDIT_NO_MATCH", _no_match_message(path, cmd.old), path=path, **marker)
     if cmd.replace_all:
         count = text.count(cmd.old)
         new_text = text.replace(cmd.old, cmd.new)

@@ -2,13 +2,17 @@
 
 ``code_value``: whether an unquoted value after a secret name is code reading the secret from
 elsewhere — on any line a call or subscript of a name (``tokenizer.expect(``, ``getpass()``,
-``headers["x"]``; not ``Xk29d(ab``: a password), ``lambda``, ``await``, ``new``, ``not``,
+``get_random_string(10)``, ``headers["x"]``, ``key[:16]``; not ``Xk29d(ab``: a password; a
+PascalCase name with digits is a type: ``Ed25519PrivateKey.generate()``), a value whose
+brackets close past a space (``StashKey[Config | None]()``), ``lambda``, ``await``, ``new``, ``not``,
 ``function``, ``class``, ``void``, ``&X{``, ``self.x``/``this.x``; a bare (dotted) name only
 where the line says code: a declaration before the name (``const``, ``let``, ``var``, ``my $``,
 ``final String``...), tuple unpacking (``user, passwd = creds``), a ``self.x``/``this.x`` name, a
 dotted name given a dotted value (``hs.secret = hs.session.secret``), a keyword argument
-(``f(a, password=pw)``); a bare name or number followed by the rest of an expression
-(``code_tail``: an arithmetic operator and an operand, a chained ``=``, ``is``, ``==``, ``!=``,
+(``f(a, password=pw)``); after ``=``, any value but a number on a line of a Python function or
+class body (asked of ``secret_types.Annotations.python_body``); a bare name or number followed
+by the rest of an expression (``code_tail``: an arithmetic operator and an operand, a chained
+``=``, ``is`` + ``not``/``None``/a last name (``Passw0rd is the default`` is a value), ``==``, ``!=``,
 ``a if b else c``, ``cond ? x : y``). ``PASSWORD=hunter2``, ``password = hunter2``,
 ``API_TOKEN=abc.def.ghi`` hold no code signal: they are values.
 
@@ -22,6 +26,8 @@ a value (``limit 0-RTT to resumption connections``).
 the first branch of a conditional (``cond ? prod_key : dev_key``).
 
 ``QuoteParity``: whether a quote closes a string the name is in (``prompt='Password: '``).
+``tuple_literals``: which literal of ``user, password = "wile", "coyote"`` is the password's.
+``code_phrase``: a config line's phrase that opens with ``self.``/``this.`` (a tuple of code).
 
 Each looks back at most ``_LOOK_BACK`` characters of a line (ahead: ``_LOOK_AHEAD``), or once
 along it: a minified file is one long line, and a look from each name to its start (or end)
@@ -31,6 +37,9 @@ would cost the square of its length.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+
+from .secret_types import _TYPE_SHAPED
 
 _LOOK_BACK = 400
 _LOOK_AHEAD = 256  # how far past a value its line is read (a tail of code, a sentence)
@@ -51,7 +60,10 @@ _TWO_OPERANDS = re.compile(r"[\w.][^\w.]+[\w.]")
 # what after a value's first word makes it code (``explicit_token = token is not None``,
 # ``X_KEY = BASE + 1``, ``ScanToken = -1000 - iota``, ``a = b = c``, ``a if b else
 # c``, ``cond ? x : y``); only a bare name or a number counts as a first word
-_TAIL = re.compile(rf"[ \t]+(?:(?P<op>(?:[-+*/%]|<<|>>)[ \t]+[-+~(]?(?:{_NUMBER}|[A-Za-z_(])|=[ \t])|(?:is|==|!=)[ \t]"
+# (``is`` followed by ``not``, ``None``... or a name that ends the expression: ``Passw0rd is the
+# default, change it`` is a value and a sentence)
+_TAIL = re.compile(rf"[ \t]+(?:(?P<op>(?:[-+*/%]|<<|>>)[ \t]+[-+~(]?(?:{_NUMBER}|[A-Za-z_(])|=[ \t])|(?:==|!=)[ \t]"
+                   r"|is[ \t]+(?:(?:not|None|True|False|null|nil)\b|[A-Za-z_][\w.]*[ \t]*(?:$|[)\]},;:\#]))"
                    r"|(?P<if>if[ \t])|(?P<ternary>\?[ \t]))")
 _IF = re.compile(r"(?:^|[ \t])if[ \t]")
 _QUESTION = re.compile(r"[ \t]\?[ \t]")
@@ -73,8 +85,10 @@ _SMALL_WORDS = frozenset({
 # (``Hunter[Horse]`` may be a YAML value: a subscript holds a lowercase name, a quote or a number)
 _CODE_VALUE = re.compile(r"""lambda\b|(?:await|new|not|typeof|yield|void|function|class|async)\b[ \t(]*[A-Za-z_$(\[{0-9]
     |(?:self|this|cls)\.[A-Za-z_]|&[A-Za-z_]
-    |(?P<path>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?:\((?=[\s)A-Za-z_"'`*\[{(]|$)|\[(?=[\s\]a-z_"'\d-]))""", re.VERBOSE)
-_RANDOM_PART = re.compile(r"(?=[^.]*\d)(?=[^.]*[a-z])(?=[^.]*[A-Z])[^.]+")  # ``Xk29d``: mixed case and a digit
+    |(?P<path>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?:\((?=[\s)A-Za-z_"'`*\[{(]|-?[\d.]+[ \t]*[,)]|$)|\[(?=[\s\]a-z_"'\d:-]))
+    """, re.VERBOSE)
+# ``Xk29d``: mixed case and a digit, not type-shaped (``Ed25519PrivateKey.generate()`` is a call)
+_RANDOM_PART = re.compile(r"(?=[^.]*\d)(?=[^.]*[a-z])(?=[^.]*[A-Z])[^.]+")
 _BARE_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")  # ``pw``, ``settings.password``
 # what before a name on its line says that a bare name after it is a variable: a declaration
 # (``const``, ``let``, ``var``, ``my $``..., maybe a type: ``final String``; not the shell's
@@ -89,17 +103,25 @@ _DECLARED = re.compile(r"""[ \t]*(?:(?:const|let|var|my|our|val|auto|final|stati
 _FIELD = re.compile(r"[ \t]*:(?:param|parameter|arg|argument|key|keyword|type|ivar|cvar|var|raises?)[ \t]+(?:[\w.\[\], |]+[ \t]+)?$")
 
 
-def code_value(text: str, m: re.Match[str], value: str) -> bool:
+def code_value(text: str, m: re.Match[str], value: str,
+               python_body: Callable[[int], bool] | None = None) -> bool:
     """Whether the unquoted ``value`` of the ``_ASSIGN`` match ``m`` is code reading the secret
     from elsewhere: on any line a call, subscript, ``lambda``, ``await``, ``self.x``...
     (``_CODE_VALUE``); a bare (dotted) name only when the line says code (``password = pw`` may
     be a config line's password): the name is ``self.x``/``this.x``, a declaration or tuple
-    unpacking precedes it, or it is a keyword argument (``f(a, password=pw)``)."""
+    unpacking precedes it, it is a keyword argument (``f(a, password=pw)``) or its line is a
+    statement of a Python function or class body (``python_body``, asked with the name's start);
+    a value whose brackets close past a space (``StashKey[Config | None]()``)."""
     start = m.start("value")
     if (_BARE_NAME.fullmatch(value) or number(value)) and code_tail(text, value, start + len(value)):
         return True  # ``explicit_token = token is not None``, ``X_KEY = BASE + 1``, ``a if b else c``
     if (c := _CODE_VALUE.match(text, start)) is not None:
-        return not (c.group("path") and _RANDOM_PART.search(c.group("path")))
+        return not (c.group("path") and random_path(c.group("path")))
+    if _opens_past(text, value, start):
+        return True  # ``StashKey[Config | None]()``: an expression with spaces in its brackets
+    if (python_body is not None and m.group("sep").strip() == "=" and not value[0].isdigit()
+            and python_body(m.start("name"))):
+        return True  # ``meta_key = header`` in a function: an expression (a literal is quoted, or a number)
     if not _BARE_NAME.fullmatch(value):
         return False
     name = m.group("name").strip("\"'")
@@ -109,6 +131,67 @@ def code_value(text: str, m: re.Match[str], value: str) -> bool:
     if _DECLARED.fullmatch(before, max(before.rfind(";"), before.rfind("{")) + 1):
         return True
     return m.group("sep") == "=" and _in_call(before)
+
+
+_TUPLE_TARGET = re.compile(r"[ \t]*(?:[\w.*]+[ \t]*,[ \t]*)+")
+# the next item of a tuple of literals: ``, "coyote"``
+_NEXT_LITERAL = re.compile(r"""[ \t]*,[ \t]*(?P<q>["'])(?P<quoted>(?:\\[^\n]|(?!(?P=q))[^\\\n])*)(?P=q)""")
+_CODE_PHRASE = re.compile(r"(?:self|this|cls)\.[A-Za-z_]")
+
+
+def code_phrase(phrase: str) -> bool:
+    """Whether a config line's phrase opens with code (``self.__class__, self.name``: a tuple)."""
+    return bool(_CODE_PHRASE.match(phrase))
+
+
+def tuple_literals(text: str, m: re.Match[str]) -> list[tuple[int, int]] | None:
+    """For a name in a tuple target given a tuple of literals (``user, password = "wile",
+    "coyote"``), the spans of the literal contents that are its value: the one at the name's
+    place, or all of them when the counts do not tell; ``None`` when the name is no tuple's
+    (``m``: an ``_ASSIGN`` match of a quoted value)."""
+    before, _ = _line_before(text, m.start("name"))
+    t = _TUPLE_TARGET.fullmatch(before, max(before.rfind(";"), before.rfind("{")) + 1)
+    if t is None:
+        return None
+    index = t.group().count(",")
+    spans = [(m.start("quoted"), m.end("quoted"))]
+    pos = m.end()
+    while len(spans) <= index and (n := _NEXT_LITERAL.match(text, pos)) is not None:
+        spans.append((n.start("quoted"), n.end("quoted")))
+        pos = n.end()
+    return [spans[index]] if index < len(spans) else spans
+
+
+def random_path(path: str) -> bool:
+    """Whether a part of the dotted ``path`` reads as random (mixed case and a digit, not
+    PascalCase humps: ``Xk29d``, not ``Ed25519PrivateKey``)."""
+    return any(_RANDOM_PART.fullmatch(p) and not _TYPE_SHAPED.match(p) for p in path.split("."))
+
+
+def _opens_past(text: str, value: str, start: int) -> bool:
+    """Whether the unquoted ``value`` (at ``start``) opens a bracket that closes after the space
+    ending it, on its line: ``StashKey[Config | None]()``, ``foo(a, b)`` read as one expression."""
+    if not _BARE_NAME.match(value):
+        return False
+    depth = 0
+    for c in value:
+        if c in "([":
+            depth += 1
+        elif c in ")]":
+            depth -= 1
+    if depth <= 0:
+        return False
+    rest = _line_after(text, start + len(value))
+    for c in rest:
+        if c in "([":
+            depth += 1
+        elif c in ")]":
+            depth -= 1
+            if depth == 0:
+                return True
+        elif c in "\"'":
+            return False
+    return False
 
 
 def number(value: str) -> bool:

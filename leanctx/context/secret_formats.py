@@ -11,7 +11,7 @@ Only the value goes; its name, flag or tag stays, so the text still reads:
 - **URL query strings** (kind ``url_query``): after ``?``, ``&`` or ``&amp;``, the parameters
   ``token``, ``api-key``, ``sig``/``signature`` (Azure SAS, S3 presigned URLs), ``X-Amz-Signature``,
   ``X-Amz-Credential``, ``X-Amz-Security-Token``, ``X-Goog-Signature``, ``X-Goog-Credential`` (any
-  case); the value up to ``&``, ``#``, whitespace, a quote or a bracket, less a trailing ``.`` or
+  case), and ``secret``, ``client_secret``, ``pwd``, ``passwd``; the value up to ``&``, ``#``, whitespace, a quote or a bracket, less a trailing ``.`` or
   ``,``. It must look generated (6+ characters; a digit, mixed case, ``+/=`` or 32+ characters;
   not an identifier): ``?token={token}``, ``&sig=%s``, ``?token=TOKEN`` stay. (``?access_token=``,
   ``&api_key=``, ``&client_secret=``, ``&password=`` are names of the assignment rule of
@@ -20,14 +20,21 @@ Only the value goes; its name, flag or tag stays, so the text still reads:
   ``passwd`` or ``passphrase`` (Maven ``settings.xml``'s ``<password>...</password>``; any value
   of 4+ characters), or with ``secret``, ``token``, ``apiKey``/``api_key``, ``accessKey``,
   ``secretKey`` (a value that looks generated); NuGet/.NET ``<add key="ClearTextPassword"
-  value="..."/>`` and any ``<add key="...">`` whose key names a secret the same way.
+  value="..."/>`` and any ``<add key="...">`` whose key names a secret the same way; any element
+  with a ``name=``/``key=`` attribute naming one, its value in ``value="..."`` (Spring, Ant:
+  ``<property name="password" value="..."/>``) or its text (``<property
+  name="hibernate.connection.password">x</property>``, ``<entry key="db.password">x</entry>``).
+- **PuTTY keys** (kind ``private_key``): the base64 lines after ``Private-Lines: N`` (the public
+  lines, comment and MAC stay).
 - **Command lines** (kind ``cli_password``): ``aws configure set aws_secret_access_key VALUE``
   (and ``aws_session_token``), OpenSSL ``-passin``/``-passout``/``-pass``/``-password pass:SECRET``
   (``env:VAR``, ``file:path``, ``fd:N``, ``stdin`` name no secret), Java ``keytool``
   ``-storepass``/``-keypass``/``-srcstorepass``/``-deststorepass`` ``VALUE``, Samba
-  ``-U``/``--user`` ``user%pass`` (``smbclient``, ``rpcclient``, ``smbcacls``...; the user stays).
+  ``-U``/``--user`` ``user%pass`` (``smbclient``, ``rpcclient``, ``smbcacls``...; the user stays),
+  ``openssl enc -k SECRET`` (``-kfile`` names a file), Windows ``net use [X:] \\\\host\\share PASS
+  /user:u`` or ``... /user:u PASS`` (``*`` prompts).
 
-Left alone: placeholders and references (``$VAR``, ``${VAR}``, ``%s``, ``{x}``, ``<key>``,
+Left alone: placeholders and references (``$VAR``, ``${VAR}``, ``%s``, NuGet/MSBuild ``%VAR%``, ``{x}``, ``<key>``,
 ``xxxx``, ``****``, ``...``, ``changeme``/``changeit``), and values under 4 characters. Every
 pattern is anchored on a fixed name and its value is a run of characters that cannot hold the
 next name's start, so the scan is linear on any line.
@@ -44,7 +51,7 @@ Span = tuple[int, int, str]  # (start, end, kind) of a value to redact
 
 _MIN = 4
 _MIN_QUERY = 6
-_PLACEHOLDER = re.compile(r"(?:\$\S*|%\w*|\{\{.*|\{[\w.-]*\}|<.*|\[REDACTED:.*|\.\.\.+|[xX*.#]+|(.)\1*|changeme|changeit|example"
+_PLACEHOLDER = re.compile(r"(?:\$\S*|%\w*%?|\{\{.*|\{[\w.-]*\}|<.*|\[REDACTED:.*|\.\.\.+|[xX*.#]+|(.)\1*|changeme|changeit|example"
                           r"|dummy|none|null|true|false|password|secret|token|passwd|passphrase|your[\w-]*)",
                           re.IGNORECASE)
 
@@ -52,13 +59,22 @@ _CONNECTION = re.compile(r"(?<![\w-])(?:AccountKey|SharedAccessKey|SharedAccessS
                          re.IGNORECASE)
 _QUERY = re.compile(
     r"(?:[?&]|&amp;)(?:token|api-key|sig|signature|x-amz-signature|x-amz-credential|x-amz-security-token"
-    r"|x-goog-signature|x-goog-credential)"
+    r"|x-goog-signature|x-goog-credential|secret|client_secret|client-secret|pwd|passwd)"
     r"=(?P<v>[^&#\s\"'<>()\[\]{}\\;]+)", re.IGNORECASE)
 # ``<password>x</password>``: the tag is checked in Python (a run of name characters, then ``>``)
 _ELEMENT = re.compile(r"<(?P<tag>[\w.:-]+)>(?P<v>[^<\n]*)</(?P=tag)>")
 _ADD = re.compile(r"""<add[ \t]+key=(?P<q>["'])(?P<name>[\w.:-]+)(?P=q)[ \t]+value=(?P<vq>["'])(?P<v>[^"'\n]*)(?P=vq)""",
                   re.IGNORECASE)
+# ``<property name="password" value="..."/>`` (Spring, Hibernate, Ant), ``<param name=... value=...>``
+_NAMED_VALUE = re.compile(r"""<[\w.:-]+[ \t]+(?:name|key)=(?P<q>["'])(?P<name>[\w.:-]+)(?P=q)[ \t]+value="""
+                          r"""(?P<vq>["'])(?P<v>[^"'\n]*)(?P=vq)""")
+# ``<property name="hibernate.connection.password">x</property>``, ``<entry key="db.password">x</entry>``
+_NAMED_ELEMENT = re.compile(r"""<(?P<tag>[\w.:-]+)[ \t]+(?:name|key)=(?P<q>["'])(?P<name>[\w.:-]+)(?P=q)[ \t]*>"""
+                            r"""(?P<v>[^<\n]*)</(?P=tag)>""")
 _PASSWORD_NAME = re.compile(r"(?:password|passwd|passphrase)$", re.IGNORECASE)
+# a PuTTY key file (``PuTTY-User-Key-File-3: ...``): the base64 lines after ``Private-Lines: N``
+_PPK = re.compile(r"^Private-Lines:[ \t]*[0-9]+[ \t]*\r?\n"
+                  r"(?P<v>[A-Za-z0-9+/=]+[ \t]*(?=\r?$)(?:\r?\n[A-Za-z0-9+/=]+[ \t]*(?=\r?$))*)", re.MULTILINE)
 _SECRET_NAME = re.compile(r"(?:secret|token|api_?key|access_?key|secret_?key|accountkey|sharedaccesskey)$",
                           re.IGNORECASE)
 
@@ -68,6 +84,12 @@ _AWS = re.compile(r"(?<![\w-])configure[ \t]+set[ \t]+(?:[\w-]+\.){0,3}(?:aws_se
 _OPENSSL = re.compile(r"""(?<!\S)-(?:passin|passout|pass|password|kpass)[ \t]+(?P<q>["'])?pass:"""
                       r"""(?P<v>(?(q)[^"'\n]*|[^\s"';|&]*))""")
 _KEYTOOL = re.compile(r"(?<!\S)-(?:src|dest|new)?(?:storepass|keypass)[ \t]+" + _ARG)
+# ``openssl enc -k SECRET`` (the passphrase itself; ``-kfile`` names a file)
+_OPENSSL_K = re.compile(r"(?<![\w-])openssl[ \t]+(?:enc|aes[\w-]*|des[\w-]*|bf[\w-]*|camellia[\w-]*|chacha20)\b"
+                        r"[^\n;|&]{0,512}?[ \t]-k[ \t]+" + _ARG)
+# Windows ``net use [X:] \\host\share PASSWORD /user:dom\u`` or ``... /user:dom\u PASSWORD``
+_NET_USE = re.compile(r"(?<![\w-])net[ \t]+use\b[^\n;|&]{0,512}?(?:[ \t]/user:[^\s/]+|[ \t]\\\\[^\s/]+)[ \t]+"
+                      r"(?P<v>[^\s/*\"'][^\s\"']*)", re.IGNORECASE)
 _SMB = re.compile(r"""(?<!\S)(?:-U|--user(?:name)?)(?:=|[ \t]*)(?P<q>["'])?[^\s%"']+%"""
                   r"""(?P<v>(?(q)[^"'\n]*|[^\s"';|&]*))""")
 
@@ -84,6 +106,9 @@ def _value(m: re.Match[str]) -> tuple[int, int]:
 
 def _spans(text: str) -> Iterator[Span]:
     low = text.lower()
+    if "Private-Lines:" in text:
+        for m in _PPK.finditer(text):
+            yield m.start("v"), m.end("v"), "private_key"
     if "accountkey" in low or "sharedaccess" in low:
         for m in _CONNECTION.finditer(text):
             if not _keep(m.group("v")):
@@ -99,6 +124,10 @@ def _spans(text: str) -> Iterator[Span]:
     if "<add" in low:
         for m in _ADD.finditer(text):
             yield from _named(m, m.group("name"), "xml_secret")
+    if "name=" in text or "key=" in text:
+        for pat in (_NAMED_VALUE, _NAMED_ELEMENT):
+            for m in pat.finditer(text):
+                yield from _named(m, m.group("name"), "xml_secret")
     if "configure" in text:
         for m in _AWS.finditer(text):
             if not _keep(text[slice(*_value(m))]):
@@ -111,6 +140,14 @@ def _spans(text: str) -> Iterator[Span]:
         for m in _KEYTOOL.finditer(text):
             if not _keep(text[slice(*_value(m))]):
                 yield (*_value(m), "cli_password")
+    if "openssl" in text:
+        for m in _OPENSSL_K.finditer(text):
+            if not _keep(text[slice(*_value(m))]):
+                yield (*_value(m), "cli_password")
+    if "net" in low:
+        for m in _NET_USE.finditer(text):
+            if not _keep(m.group("v")):
+                yield m.start("v"), m.end("v"), "cli_password"
     if "%" in text:
         for m in _SMB.finditer(text):
             if not _keep(m.group("v")):

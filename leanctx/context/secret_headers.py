@@ -16,10 +16,10 @@ Only the value goes; the header or flag name (and a user name) stays, so the tex
   name holds ``sess``, ``token``, ``auth``, ``sid`` or ``jwt``; the other cookies stay (kind ``cookie``).
 - **Command lines** (kind ``cli_password``): ``curl -u/--user/--proxy-user user:pass`` (the user stays;
   ``-u user`` or ``-u :`` hold none), httpie ``-a/--auth user:pass``, ``--creds user:pass`` (skopeo),
-  ``--password``/``--passwd``/``--token``/``--api-key``/``--access-token``/``--oauth2-bearer``... followed
+  ``--password``/``--passwd``/``--token``/``--api-key``/``--access-token``/``--account-key``/``--oauth2-bearer``... followed
   by ``=`` or a space (any command; ``--password=`` is usually taken first by the assignment rule),
   ``-pPASS`` for ``mysql``/``mysqldump``/``mariadb``..., ``-p PASS`` for ``sshpass`` and ``docker``/
-  ``podman``/``helm``... ``login``, and the password of ``htpasswd -b [file] user pass``.
+  ``podman``/``helm``/``az``... ``login``, and the password of ``htpasswd -b [file] user pass``.
 
 Left alone: placeholders and references (``$TOKEN``, ``${TOKEN}``, ``<token>``, f-string ``{token}``,
 ``%s``, ``xxxx``), a dict whose quoted header name is followed by an unquoted value (a variable:
@@ -72,12 +72,12 @@ _PAIR = re.compile(r"""(?P<name>[^\s=;,"']+)=(?P<value>[^;,\s"'\\]*)""")
 _SESSION = re.compile(r"sess|token|auth|sid|jwt", re.IGNORECASE)
 # ``--password x``, ``--token=x``: any command; ``--no-password`` and ``--password-stdin`` name none
 _LONG = re.compile(r"--(?P<flag>(?:[A-Za-z0-9]+-)*(?:password|passwd|passphrase|token|api-?key|access-?key"
-                   r"|secret-?key|client-secret|oauth2-bearer))(?![\w-])(?P<sep>=|[ \t]+)", re.IGNORECASE)
+                   r"|secret-?key|account-?key|client-secret|oauth2-bearer))(?![\w-])(?P<sep>=|[ \t]+)", re.IGNORECASE)
 _CREDS = re.compile(r"--(?:[a-z]+-)*creds(?:=|[ \t]+)")
 _COMMANDS = ("curl", "http", "mysql", "mariadb", "sshpass", "htpasswd", "docker", "podman", "nerdctl", "buildah", "helm",
-             "oras", "crane", "regctl")
+             "oras", "crane", "regctl", "az")
 _COMMAND = re.compile(r"(?<![\w.-])(?:[\w.~/-]*/)?(?P<cmd>curl|https?|mysql(?:dump|admin|import|show|check|slap)?"
-                      r"|mariadb(?:-?[a-z]+)?|sshpass|htpasswd|docker|podman|nerdctl|buildah|helm|oras|crane|regctl)"
+                      r"|mariadb(?:-?[a-z]+)?|sshpass|htpasswd|docker|podman|nerdctl|buildah|helm|oras|crane|regctl|az)"
                       r"(?=[ \t])")
 _SEGMENT_STOP = re.compile(r"""[\n;|&"']""")
 _PATH_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.~/-")
@@ -273,14 +273,21 @@ def _user_pass(text: str, a: tuple[int, int] | None) -> Iterator[Span]:
 def _command_starts(text: str) -> list[re.Match[str]]:
     """The command words of ``text`` (``curl``, ``/usr/bin/mysql``...), in order."""
     found: dict[int, re.Match[str]] = {}
+    tried: set[int] = set()
     for word in _COMMANDS:
-        i = text.find(word)
+        i, last_i, last_k = text.find(word), -1, 0
         while i >= 0:
             k = i
             while k and text[k - 1] in _PATH_CHARS:
                 k -= 1
-            if k not in found and (m := _COMMAND.match(text, k)) is not None:
-                found[k] = m
+                if k == last_i:  # the run of the word before: its start is known (one walk per run)
+                    k = last_k
+                    break
+            if k not in tried:
+                tried.add(k)
+                if (m := _COMMAND.match(text, k)) is not None:
+                    found[k] = m
+            last_i, last_k = i, k
             i = text.find(word, i + len(word))
     return [found[k] for k in sorted(found)]
 

@@ -39,6 +39,13 @@ or random mixed case like ``GfXfc1sAp``) or a type name that is also a word (``_
 
 Anything else (``db_password: Password123`` on its own, ``{user: bob, password: Hunter}``) may be
 a value and is left to the rules of ``secrets``.
+
+``Annotations.python_body`` answers, with the same index, whether a line is a statement of a
+Python function or class body (its nearest less-indented line, past Python blocks, is ``def
+f(...):`` or ``class X:``, no triple quote open in between): there an unquoted value is code
+(``meta_key = header`` reads a variable; in a ``.pypirc`` or INI file it would be a password),
+and so is a keyword argument on a line of its own in a call opened above (``client(\n
+aws_session_token=session_token,``).
 """
 
 from __future__ import annotations
@@ -90,6 +97,8 @@ _HEADER = re.compile(
     rf"[ \t]*(?:{_PY_CLASS}{_TAIL}|{_PY_DEF}.*[(,:]{_TAIL}"
     rf"|{_MODIFIERS}(?:class|struct|interface|trait|enum|union|record|type|object|protocol)[ \t]+[A-Za-z_$].*[{{(,]{_TAIL}"
     rf"|{_MODIFIERS}(?:fn|fun|func|function|constructor|init)\b[^{{]*[(,]{_TAIL})")
+# a Python scope: a class, or a function whose signature ends (``def f(x):``) or goes on (``def f(``)
+_PY_SCOPE = re.compile(rf"[ \t]*(?:{_PY_CLASS}|{_PY_DEF}.*[(,:]){_TAIL}")
 _PY_BLOCK = re.compile(r"[ \t]*(?:(?:el)?if[ \t]+\S.*|else|try|finally|except\b.*|(?:async[ \t]+)?(?:for|with)[ \t]+\S.*"
                        r"|while[ \t]+\S.*|match[ \t]+\S.*|case[ \t]+\S.*):[ \t]*(?:\#.*)?$")
 _MAX_TYPE = 2048  # characters of a type expression: longer is no annotation
@@ -264,11 +273,23 @@ class Annotations:
                     or _open_signature(before) or self._declared(line_start, before, _HEADER))
         return p.pos if code else None
 
-    def _declared(self, line_start: int, before: str, header: re.Pattern[str]) -> bool:
+    def python_body(self, at: int) -> bool:
+        """Whether the line holding ``at`` is a statement of a Python function or class body
+        (only indentation before it on its line)."""
+        text, line_start = self.text, at
+        while line_start and text[line_start - 1] in " \t":  # indentation only: never a long line's start
+            line_start -= 1
+        if line_start and text[line_start - 1] != "\n":
+            return False
+        return self._declared(line_start, text[line_start:at], _PY_SCOPE, brackets=True)
+
+    def _declared(self, line_start: int, before: str, header: re.Pattern[str], brackets: bool = False) -> bool:
         """Whether the line at ``line_start`` (``before`` the name: only indentation and
         parameters) is a field or parameter of the declaration (a ``header`` line) nearest above
         it with less indentation, passing Python blocks (``if x:``, ``try:``), blank lines,
-        comments and closing lines (``) -> None:``), with no triple quote left open between."""
+        comments and closing lines (``) -> None:``), with no triple quote left open between;
+        ``brackets``: passing lines that leave a bracket open too (``client = boto3.client(``: its
+        keyword arguments on the lines below are the function body's)."""
         if not _PARAMS.fullmatch(before):
             return False
         if self._index is None:
@@ -280,7 +301,7 @@ class Annotations:
             if (ix.triple[line] - ix.triple[parent]) % 2:
                 return False  # inside a string literal that opens after the declaration
             text = ix.line(parent)
-            if not _PY_BLOCK.match(text):
+            if not (_PY_BLOCK.match(text) or (brackets and text.rstrip(" \t").endswith(("(", "[", "{", ",")))):
                 return bool(header.match(text))
             parent = ix.parent[parent]  # ``if x:``: the declaration is further up
         return False

@@ -4,7 +4,7 @@ The log is immutable: a secret written into it cannot be taken out. File content
 output and search results pass through ``redact`` before anything is appended, archived or
 (unless the caller explicitly asks for raw content of a project file) sent to the agent.
 
-Four kinds of rules: provider formats (private key blocks, AWS, GitHub, GitLab, OpenAI, Vault
+Four kinds of rules: provider formats (private key blocks, PuTTY ``.ppk`` private lines, AWS, GitHub, GitLab, OpenAI, Vault
 ``hvs.``, Hugging Face ``hf_``, SendGrid, Stripe ``whsec_``, age, Google ``ya29.``... tokens, URL
 passwords — ``psql "postgresql://u:p@h/db"``, ``git clone https://user:token@host/...``,
 ``redis://:pass@h``; not a placeholder: ``user:pass@``, ``<password>``, ``${PASS}`` — ``.netrc``
@@ -12,8 +12,8 @@ passwords — ``psql "postgresql://u:p@h/db"``, ``git clone https://user:token@h
 strings, XML config and a few more command lines** (``leanctx.context.secret_formats`` has the
 exact rules: Azure ``AccountKey=``/``SharedAccessKey=``/``SharedAccessSignature=``, ``?token=``,
 ``&sig=``, ``Signature=``, ``X-Amz-Signature=``, ``X-Amz-Credential=``, Maven ``<password>``, NuGet
-``<add key="ClearTextPassword" value="..."/>``, ``aws configure set aws_secret_access_key X``,
-OpenSSL ``-passin pass:X``, keytool ``-storepass X``, Samba ``-U user%pass``), the value only;
+``<add key="ClearTextPassword" value="..."/>``, ``<property name="password" value="..."/>``, ``aws configure set aws_secret_access_key X``,
+OpenSSL ``-passin pass:X``/``enc -k X``, keytool ``-storepass X``, Samba ``-U user%pass``, ``net use``), the value only;
 **credentials of HTTP headers, cookies and command lines**, the value only,
 its header or flag name (and a user name) kept (``leanctx.context.secret_headers`` has the exact
 rules): ``Authorization: Bearer|Basic|Token|<scheme> <credential>`` and ``Proxy-Authorization``
@@ -32,7 +32,8 @@ stay); and **assignments** whose name says the value is secret:
 the name must *end* with ``_KEY``, ``_TOKEN``, ``_SECRET``, ``PASSWORD``, ``PASSWD``,
 ``PASSPHRASE``, ``_PWD``, ``APIKEY``... (any case), or camelCase ``Secret``, ``Token``,
 ``AccessKey``, ``SecretKey``... (``clientSecret``, ``SecretAccessKey``, ``refreshToken``), or be
-``.npmrc``'s ``_auth`` (a camelCase name's value must look generated: a digit, mixed case,
+``.npmrc``'s ``_auth``, or be ``secret``/``token`` whole (``SECRET=``, ``"token":``; its value must be
+one key-shaped word of 8+ characters with a digit or ``+/=``: ``token = Name.Builtin`` stays) (a camelCase name's value must look generated: a digit, mixed case,
 ``+/=`` or 32+ characters, one word: ``UnexpectedToken: 'Unexpected token'`` stays), so ``PASSWORD_MIN_LENGTH = 8`` or ``TOKEN_TTL`` are not secrets (nor a
 Sphinx ``:param min_key:``, a path ``/etc/passwd:``, sudoers ``NOPASSWD:``), followed by ``=``, ``:`` or ``:=`` (``.env``, ``export X=``,
 YAML, JSON ``"password": "..."``, TOML/INI, code, ``--password=``, ``?api_key=``):
@@ -65,12 +66,16 @@ subscript of a name (``tokenizer.expect(``, ``getpass()``, ``headers["x"]``; not
 a password), starts with ``lambda``, ``await``, ``new``, ``not``, or is ``self.x``/``this.x``; a
 bare (dotted) name only where the line says code: a declaration (``const``, ``let``, ``var``,
 ``my $``, ``final String``...), tuple unpacking (``user, passwd = creds``), ``self.x = y``, a
-keyword argument (``f(a, password=pw)``); a bare name or number that an expression goes on
+keyword argument (``f(a, password=pw)``); any unquoted value but a number after ``=`` on a line of a
+Python function or class body (``meta_key = header``, ``x_key = StashKey[IO[bytes]]()``; a keyword
+argument of a call opened above too); an expression whose brackets close past a space
+(``StashKey[Config | None]()``); a bare name or number that an expression goes on
 from (``explicit_token = token is not None``, ``X_KEY = BASE + 1``, ``a = b = c``, ``a if b else
 c``, ``cond ? x : y``; after a name with a digit only ``is``/``==``/a conditional: ``{api_key:
 abcd1234 - prod}`` is a value). ``PASSWORD=hunter2``, ``password = hunter2``,
 ``API_TOKEN=abc.def.ghi`` hold no code signal and are redacted; a quoted value is a value in a
-conditional too (``password = "x" if prod else "y"``).
+conditional too (``password = "x" if prod else "y"``), and in a tuple its own literal goes
+(``user, password = "wile", "[REDACTED]"``).
 
 **Numbers** are constants, not secrets: an unquoted value that is a number (``AF_KEY = 0x1e``,
 ``TOKEN_EOF = -1``, ``ScanToken = -1000 - iota``, ``1_000``, ``2.5``, ``13UL``) or, on a config
@@ -107,6 +112,7 @@ import msgspec
 
 from .secret_code import (
     QuoteParity,
+    code_phrase,
     code_value,
     conditional,
     no_assignment,
@@ -114,6 +120,7 @@ from .secret_code import (
     numeric_expression,
     prose,
     prose_after,
+    tuple_literals,
 )
 from .secret_formats import redact_formats
 from .secret_headers import looks_generated, redact_credentials
@@ -161,7 +168,15 @@ _SUFFIXES = ("_KEY|_TOKEN|_SECRET|SECRET_KEY|PASSWORD|PASSWD|PASSPHRASE|_PWD|API
 # ``npmAuthToken``, ``secretKey``; not ``tokenSecretary``), and ``.npmrc`` has ``_auth`` (above:
 # ``:_auth=``; ``_authToken`` is camelCase)
 _CAMEL = (r"(?-i:(?<=[a-z0-9])(?:Secret|Password|Passwd|Token|ApiKey|AccessKey|SecretKey|PrivateKey|AuthToken)"
-          r"|(?<=secret|access)Key|(?<=private)Key)")
+          r"|(?<=secret|access)Key|(?<=private|account)Key)")
+# a whole name that says secret (``SECRET=``, ``token:``, ``"secret": "..."``): a lexer's or a
+# schema's word far more often, so its value must look like a key: one token-shaped word of 8+
+# characters with a digit or ``+/=`` (``token = Name.Builtin``, ``Token: '#d0d0d0'``, ``"token":
+# "NAME"``, ``token=None):`` stay); not after ``::`` (``AWS::SecretsManager::Secret``), nor in a URL
+# query (``?token=``/``&secret=`` are ``secret_formats``', whose values end at ``&``)
+_BARE_NAMES = "(?<![?&;:])(?:secret|token)"
+_BARE_NAME = re.compile(r"""["']?(?:secret|token)["']?""", re.IGNORECASE)
+_KEY_SHAPED = re.compile(r"(?=[^\n]*[0-9+/=])[A-Za-z0-9._~+/=-]{8,}")
 _PHRASE_SUFFIXES = _SUFFIXES  # every secret name's value may be several words (``API_KEY: sk live words``)
 _CAMEL_IDENT = re.compile(r"[a-z]+(?:[A-Z][a-z]*)+")  # ``lastEventId``, ``tString``: a variable
 _PASSWORD_NAME = re.compile(r"""(?:PASS(?:WORD|WD|PHRASE)|_PWD)["']?$""", re.IGNORECASE)  # ``PIN=1234``: a password
@@ -171,7 +186,7 @@ _UPPER_NAME = re.compile(rf"""(?:{_SUFFIXES})["']?$""", re.IGNORECASE)  # not on
 def _name(suffixes: str) -> str:
     # the name starts where a run of name characters does (a lookbehind, not ``\b``: from each
     # ``\b`` inside a long run, ``a-b-c...``, the run would be scanned again: quadratic time)
-    return (rf"""(?P<name>(?<![\w.-])(?:[A-Za-z0-9_.-]*(?:{suffixes}|{_CAMEL})|(?-i:_auth))\b["']?)"""
+    return (rf"""(?P<name>(?<![\w.-])(?:[A-Za-z0-9_.-]*(?:{suffixes}|{_CAMEL})|(?-i:_auth)|{_BARE_NAMES})\b["']?)"""
             r"""(?P<sep>[ \t]*(?::=|[:=])[ \t]*)""")
 
 
@@ -222,7 +237,7 @@ SECRET_FILES = (
     ".env", ".env.*", "*.env", ".envrc", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "*.pem", "*.key", "*.p12",
     "*.pfx", "*.keystore", "*.jks", ".netrc", ".pgpass", ".npmrc", ".pypirc", "credentials", "credentials.json",
     "*credentials*.json", "service-account*.json", ".git-credentials", "secrets.yml", "secrets.yaml",
-    "secrets.json", ".htpasswd",
+    "secrets.json", ".htpasswd", "*.ppk",
 )
 _NOT_SECRET = (".env.example", ".env.sample", ".env.template", "*.pub")
 
@@ -283,31 +298,54 @@ def redact(text: str) -> Redacted:
         at = m.start(group) - m.start()
         return m.group(0)[:at] + hide(value) + m.group(0)[at + len(value):]
 
+    lines = Annotations(text)  # a Python body's lines are code, not config lines
+
     def config_line(m: re.Match[str]) -> str:
         value = m.group("value").rstrip()
         if (not re.search(r"\s", value) or value.endswith((".", ";", ":", ",")) or _CODE.search(value)
                 or conditional(value) or numeric_expression(value) or (":" in m.group("sep") and prose(value))
-                or keep(value, m.group("name"))):
+                or keep(value, m.group("name")) or code_phrase(value) or (m.group("sep").strip() == "=" and lines.python_body(m.start("name")))):
             return m.group(0)  # one word (the general rule below decides), prose or code
         return swap(m, "value", value)
 
-    def assign(m: re.Match[str], name: str, default: bool = False, text: str = "") -> str:
+    def literals(text: str, start: int, spans: list[tuple[int, int]], name: str) -> str:
+        """``text`` from ``start`` to the quote closing the last of ``spans`` (string literals),
+        with the literals of ``spans`` redacted unless kept."""
+        out, pos = [], start
+        for a, b in spans:
+            value = text[a:b]
+            if not (keep(value, name) or weak(value, name, quoted=True)):
+                out += [text[pos:a], hide(value)]
+                pos = b
+        out.append(text[pos:max(spans[-1][1] + 1, pos)])
+        return "".join(out)
+
+    def weak(value: str, name: str, quoted: bool = False) -> bool:
+        """Whether ``value`` is too weak a value for a camelCase or bare name (``refreshToken``,
+        ``token``): code's names far more often than config's (an unquoted camelCase value,
+        ``accessToken``, is a variable)."""
+        if _BARE_NAME.fullmatch(name):
+            return not (_KEY_SHAPED.fullmatch(value) and looks_generated(value))
+        return (not _UPPER_NAME.search(name) and name.strip("\"'") != "_auth"
+                and (not looks_generated(value) or (not quoted and bool(_CAMEL_IDENT.fullmatch(value)))))
+
+    def assign(m: re.Match[str], name: str, default: bool = False, text: str = "",
+               body: Callable[[int], bool] | None = None) -> str:
         """``m`` (an ``_ASSIGN`` or ``_VALUE`` match) with its value redacted unless kept; a
         ``default`` of a parameter may also be followed by the ``:`` closing its signature;
         ``text``: the text ``m`` matched in (an unquoted value that reads as code in it stays)."""
         # a camelCase name (``refreshToken``) is code's far more often than config's: its value
-        # must look generated (one word: a digit, mixed case, ``+/=`` or 32+ characters)
-        camel = not _UPPER_NAME.search(name) and name.strip("\"'") != "_auth"
+        # must look generated (one word: a digit, mixed case, ``+/=`` or 32+ characters; ``weak``)
         if m.group("q"):
             value = m.group("quoted")
-            if keep(value, name) or (camel and not looks_generated(value)):
+            if keep(value, name) or weak(value, name, quoted=True):
                 return m.group(0)
             return swap(m, "quoted", value)
         value = _trim_closers(m.group("value"), ":" if default else "")
         if keep(value, name) or (number(value) and not (value.isdigit() and _PASSWORD_NAME.search(name))) or (default and _EXPRESSION.match(value)) \
                 or (text and ((":" in m.group("sep") and prose_after(text, m.start("value")))
-                              or code_value(text, m, value))) \
-                or (camel and (not looks_generated(value) or _CAMEL_IDENT.fullmatch(value))):
+                              or code_value(text, m, value, body))) \
+                or weak(value, name):
             return m.group(0)
         return swap(m, "value", value)
 
@@ -327,9 +365,14 @@ def redact(text: str) -> Redacted:
                 continue
             end = (annotations.annotation_end(m.end("sep"), m.start("name"))
                    if sep.strip() == ":" and not name.endswith(("'", '"')) else None)
+            if (end is None and m.group("q") and m.group("close") and sep.strip() == "="
+                    and (spans := tuple_literals(text, m)) is not None):  # ``user, password = "wile", "coyote"``
+                out.append(literals(text, m.start(), spans, name))
+                pos = max(m.end(), spans[-1][1] + 1)
+                continue
             if end is None:
                 walrus = ":=" in sep and not m.group("q")  # ``if token := next(it)``: code
-                out.append(m.group(0) if walrus else assign(m, name, text=text))
+                out.append(m.group(0) if walrus else assign(m, name, text=text, body=annotations.python_body))
                 pos = m.end()
                 continue
             out.append(text[m.start():end])

@@ -92,9 +92,8 @@ def test_private_functions_and_overload_implementations_are_named_with_their_row
         "46 class _Internal",  # a private class and its public members stay
         "47   run(n: int)->None",
     ]
-    assert rows[-1] == ("[signatures · 48 lines · 32 lines not shown · 3 private functions written name(…): a lines:"
-                        " read of its line shows it · 1 overload implementation written name(…): see its @overload"
-                        " rows]")
+    assert rows[-1] == ("[signatures · 48 lines · 32 lines not shown · 3 private functions written name(…) · "
+                        "1 overload implementation written name(…): see its @overload rows]")
 
 
 def test_a_function_redefined_after_its_implementation_is_written_whole() -> None:

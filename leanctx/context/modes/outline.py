@@ -40,7 +40,7 @@ not their parameters, written ``name(…)`` (``unwritten``):
   characters (``_reset()->None``), shorter than the elision is worth;
 - the implementation that follows ``@overload`` declarations of its name in its scope: a type
   checker checks a call against the overloads only, and their rows are kept whole. The footer
-  counts these (``2 private functions written name(…): a lines: read of its line shows it``,
+  counts these (``2 private functions written name(…)``,
   ``1 overload implementation written name(…): see its @overload rows``).
 
 Private constants, type aliases and classes stay written out (a public signature may name them).
@@ -199,7 +199,7 @@ def render_signatures(path: str, text: str, language: str) -> Rendered:
     how = "" if uses_tree_sitter(language) else "pattern match · "
     note = f"{how}{plural(omitted, 'line')} not shown" + (f" · {plural(folded, 'declaration')} folded" if folded else "")
     if private:
-        note += f" · {plural(len(private), 'private function')} written name(…): a lines: read of its line shows it"
+        note += f" · {plural(len(private), 'private function')} written name(…)"
     if impls:
         note += f" · {plural(len(impls), 'overload implementation')} written name(…): see its @overload rows"
     out.append(footer("signatures", n, note))

@@ -45,9 +45,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 
-from .secret_headers import looks_generated
-
-Span = tuple[int, int, str]  # (start, end, kind) of a value to redact
+from .secret_headers import Span, looks_generated, replace_spans
 
 _MIN = 4
 _MIN_QUERY = 6
@@ -168,16 +166,4 @@ def _named(m: re.Match[str], name: str, kind: str) -> Iterator[Span]:
 def redact_formats(text: str, hide: Callable[[str, str], str]) -> str:
     """``text`` with the credentials of connection strings, query strings, XML and the command
     lines above replaced by ``hide(kind, value)``; overlapping finds: the first one."""
-    spans = sorted(_spans(text))
-    if not spans:
-        return text
-    out: list[str] = []
-    pos = 0
-    for start, end, kind in spans:
-        if start < pos or start >= end:
-            continue
-        out.append(text[pos:start])
-        out.append(hide(kind, text[start:end]))
-        pos = end
-    out.append(text[pos:])
-    return "".join(out)
+    return replace_spans(text, list(_spans(text)), hide)

@@ -377,6 +377,12 @@ def redact_credentials(text: str, hide: Callable[[str, str], str]) -> str:
     spans: list[Span] = [*_headers(text, low), *_cookies(text, low), *_commands(text)]
     if "--" in text:
         spans += _long_flags(text)
+    return replace_spans(text, spans, hide)
+
+
+def replace_spans(text: str, spans: list[Span], hide: Callable[[str, str], str]) -> str:
+    """``text`` with each ``(start, end, kind)`` span replaced by ``hide(kind, value)``, in order;
+    a span overlapping one before it is skipped (the first find wins)."""
     if not spans:
         return text
     out: list[str] = []

@@ -41,13 +41,30 @@ def test_shells_of_one_and_two_calls_get_the_note(tmp_path: Path) -> None:
 
 
 def test_a_long_default_agent_is_not_short_lived(tmp_path: Path) -> None:
-    """One shell running many calls is one agent doing its work: no note for it."""
+    """One shell running many calls is one agent doing its work: no note for it (the rule, on the
+    events the CLI's reads record, made in-process: agents ``local-<pid>`` as the CLI names them)."""
+    from leanctx.api.cli.gain_scatter import scatter
+    from leanctx.app import LeanCtx
+    from leanctx.ops.read import read_files
+    from leanctx.projections import savings as sv
+
     (tmp_path / "a.py").write_text("x = 1\n")
-    shell_of(tmp_path, *[["read", "a.py"]] * 8)
-    for _ in range(3):
-        shell_of(tmp_path, ["read", "a.py"], ["read", "a.py"])
-    assert json.loads(gain(tmp_path, "--json"))["scatter"] is None  # 6 of 14 calls are short-lived
-    for _ in range(2):
-        shell_of(tmp_path, ["read", "a.py"], ["read", "a.py"])
-    spread = json.loads(gain(tmp_path, "--json"))["scatter"]  # 10 of 18
-    assert spread is not None and spread["agents"] == 5 and spread["calls"] == 10 and spread["total_calls"] == 18
+    with LeanCtx(tmp_path / "events.db") as lc:
+        def shell(pid: int, calls: int) -> None:
+            for _ in range(calls):
+                read_files(lc, ["a.py"], actor=f"local-{pid}", session_id=None, project=str(tmp_path))
+
+        def spread() -> object:
+            lc.projections.ensure_current()
+            conn = lc.store.read_connection()
+            total = sv.report(conn, by=("agent",)).totals.calls
+            return scatter(conn, since=None, agent=None, total_calls=total)
+
+        shell(100, 8)
+        for pid in range(101, 104):
+            shell(pid, 2)
+        assert spread() is None  # 6 of 14 calls are short-lived
+        for pid in range(104, 106):
+            shell(pid, 2)
+        got = spread()  # 10 of 18
+        assert got is not None and (got.agents, got.calls, got.total_calls) == (5, 10, 18)

@@ -22,10 +22,12 @@ pytestmark = pytest.mark.timeout(120)
 
 def test_ancestors_walk_up_from_this_process() -> None:
     up = ancestors()
-    assert up and up[0] == os.getppid()
-    child = subprocess.run(["sh", "-c", f"{sys.executable} -c 'import os; print(os.getppid())'"],
-                           capture_output=True, text=True, check=True)
-    assert int(child.stdout) != os.getpid()  # the shell sits between: the walk must go past it
+    assert up == [] or up[0] == os.getppid()  # empty when this process was handed to init
+    code = "import os; from leanctx.compaction_hook import ancestors; print(os.getppid(), *ancestors())"
+    child = subprocess.run(["sh", "-c", f"{sys.executable} -c '{code}'"], capture_output=True, text=True, check=True)
+    shell, *walk = map(int, child.stdout.split())
+    assert shell != os.getpid()  # the shell sits between: the walk must go past it
+    assert walk[:2] == [shell, os.getpid()]
     assert ancestors(999_999_999) == []
 
 

@@ -94,22 +94,21 @@ def _cap_notice(cap: int, aid: str, k: int, chars: int, line_len: int, total: in
                 estimated: bool = False) -> str:
     """The notice of a capped answer: what was sent, where the rest is, the call that gets it.
     ``rest_tokens``: what following it will send (``expand``'s ``N:`` prefixes included)."""
-    if estimated:  # a long rest is priced from a sample of its lines (``leanctx.ops.followup``)
-        return _cap_notice(cap, aid, k, chars, line_len, total, rest_tokens).replace(
-            f"~{rest_tokens:,} tokens", f"~{rest_tokens:,} tokens, estimated from a sample", 1)
+    # a long rest is priced from a sample of its lines (``leanctx.ops.followup``)
+    rest = f"~{rest_tokens:,} tokens" + (", estimated from a sample" if estimated else "")
     if chars:  # line k + 1 alone did not fit: its first characters are sent
         step = min(line_len, 2 * chars)
         return (f"[capped at {cap:,} tokens: {'lines 1-' + str(k) + ' and ' if k else ''}"
                 f"characters 1-{chars:,} of line {k + 1} ({line_len:,} characters) of the {total}-line view"
-                f" sent · the view (~{rest_tokens:,} tokens) is archived as {aid} · next: lean-ctx expand"
+                f" sent · the view ({rest}) is archived as {aid} · next: lean-ctx expand"
                 f" {aid} --lines '{k + 1}[{chars + 1}-{step}]'"
                 + (f", then --lines {k + 2}-{total}]" if k + 1 < total else "]"))
     if k:
         return (f"[capped at {cap:,} tokens: lines 1-{k} of the {total}-line view sent · lines"
-                f" {k + 1}-{total} (~{rest_tokens:,} tokens) archived as {aid} · lean-ctx expand {aid}"
+                f" {k + 1}-{total} ({rest}) archived as {aid} · lean-ctx expand {aid}"
                 f" --lines {k + 1}-{total}]")
     return (f"[capped at {cap:,} tokens: not sent · the {total}-line view"
-            f" (~{rest_tokens:,} tokens) is archived as {aid} · lean-ctx expand {aid} --lines 1-{total}]")
+            f" ({rest}) is archived as {aid} · lean-ctx expand {aid} --lines 1-{total}]")
 
 
 def compose(cmd: RecordRead, f: ReadFile, view: ReadView, head: str, scent: str | None,

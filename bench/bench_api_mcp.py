@@ -31,6 +31,7 @@ from mcp_types import Implementation
 from leanctx.context.tokens import count_tokens
 
 LEAN_CTX = str(Path(sys.executable).parent / "lean-ctx")
+STRUCTURED = {"lean-ctx/structured": True}  # the reads whose fields are read below ask for them
 
 
 def _pct(values: list[float], p: float) -> float:
@@ -66,11 +67,11 @@ async def run(n: int, warmup: int) -> None:
             listed = await c.list_tools()
             wire = json.dumps(listed.model_dump(by_alias=True, mode="json", exclude_none=True)["tools"],
                               separators=(",", ":"))
-            first = await c.call_tool("ctx_read", {"paths": ["module.py"], "mode": "full"})
+            first = await c.call_tool("ctx_read", {"paths": ["module.py"], "mode": "full"}, meta=STRUCTURED)
             assert not first.is_error, first.content
 
             async def read() -> None:
-                r = await c.call_tool("ctx_read", {"paths": ["module.py"], "mode": "full"})
+                r = await c.call_tool("ctx_read", {"paths": ["module.py"], "mode": "full"}, meta=STRUCTURED)
                 assert not r.is_error and r.structured_content["files"][0]["stub"], r.content
 
             k = 0
@@ -83,7 +84,7 @@ async def run(n: int, warmup: int) -> None:
 
             reads = await _timed(n, warmup, read)
             posts = await _timed(n, warmup, post)
-            stub_tokens = (await c.call_tool("ctx_read", {"paths": ["module.py"], "mode": "full"})) \
+            stub_tokens = (await c.call_tool("ctx_read", {"paths": ["module.py"], "mode": "full"}, meta=STRUCTURED)) \
                 .structured_content["files"][0]["sent_tokens"]
     print(f"MCP over stdio, {n} calls each after {warmup} warm-up calls (client-side round trip)\n")
     print("| operation | p50 ms | p99 ms | mean ms |")

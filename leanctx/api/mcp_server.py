@@ -18,12 +18,21 @@ How it plugs into the SDK (public seams only, but one):
   only through ``ServerSession._connection`` (the ``Context.connection`` it documents is not
   built by the runner yet): that one private attribute is read in ``_connection``.
 
-Tool results: the registry's ``text`` is the content the model reads; the rest of the mapping
-is ``structuredContent``. Every result (errors included) carries the session's call counter:
-``_meta["lean-ctx/call"]`` (and ``call`` in ``structuredContent``). A ``LeanCtxError`` becomes
-a tool error whose text is ``CODE: sentence`` (``structuredContent.error`` has the code) —
-what the SDK's ``ToolError`` produces, built here so that it can carry the counter too; an
-unexpected exception becomes ``INTERNAL_ERROR`` without its internals (logged on stderr).
+Tool results: the registry's ``text`` is the one ``content`` block the model reads. Every result
+(errors included) carries the session's call counter in ``_meta["lean-ctx/call"]``. A
+``LeanCtxError`` becomes a tool error whose text is ``CODE: sentence`` — what the SDK's
+``ToolError`` produces, built here so that it can carry the counter too; an unexpected exception
+becomes ``INTERNAL_ERROR`` without its internals (logged on stderr).
+
+No ``structuredContent`` by default. Several clients (Claude Code, Codex, VS Code) hand the
+model ``JSON.stringify(structuredContent)`` *instead of* the text whenever it is present, so a
+result whose text is a file and whose structured part is its metadata would show the model the
+metadata only; and text inside JSON pays for its escaping. Scripts that want the rest of the
+registry's mapping (tokens, archive id, ...) ask for it: per call with request
+``_meta["lean-ctx/structured"] = true``, or for the whole server with ``LEAN_CTX_MCP_STRUCTURED=1``
+(``lean-ctx mcp --structured``). It then has the mapping without ``text`` plus ``call`` (errors:
+``{"error": {...}, "call": n}``). The same mapping is what ``/v1/tools`` and ``lean-ctx call
+--json`` give.
 
 Requests at the stateless 2026-07-28 protocol (no ``initialize``; the SDK's default client
 negotiates it) have no MCP session: they run as one lean-ctx session per client name, listing
@@ -72,6 +81,8 @@ CALL_META = "lean-ctx/call"
 SESSION_META = "lean-ctx/session"
 EXPECTED_META = "lean-ctx/expected_call"  # request _meta (or argument ``expected_call``): compaction detection
 RESUME_META = "lean-ctx/resume"
+STRUCTURED_META = "lean-ctx/structured"  # request _meta: this call's result carries structuredContent
+STRUCTURED_ENV = "LEAN_CTX_MCP_STRUCTURED"  # "1": every result carries it (module doc)
 EXPECTED_ARG = "expected_call"
 DEFAULT_HTTP_PORT = 3345
 INSTRUCTIONS = ("lean-ctx: compressed project context and multi-agent coordination. Prefer ctx_read, ctx_shell, "
@@ -164,6 +175,7 @@ class LeanCtxMCP(MCPServer):
         n = sess.tick()
         caller = sess.caller(self.hub.project)
         args, expected = _expected_call(rc, arguments)
+        structured = self.hub.structured or _request_meta(rc).get(STRUCTURED_META) is True
         resume = sess.claim_resume(n, expected, self.hub.gap_threshold)
         if resume:  # the client lost what it was sent: no stub may stand for it from here on
             await self._context_lost(sess, n)
@@ -174,13 +186,13 @@ class LeanCtxMCP(MCPServer):
                 log.exception("tool %s failed", name)
                 exc = LeanCtxError("INTERNAL_ERROR", f"{name} failed unexpectedly ({type(exc).__name__}); "
                                    "the lean-ctx server log has the details")
-            failed = _error(exc, n, sess)
+            failed = _error(exc, n, sess, structured)
             if resume:  # the gap was seen: the block goes with the error rather than be lost
                 await self._add_resume(failed, sess)
             return failed
         if sess.take_changed() and rc is not None:
             await rc.session.send_notification(ToolListChangedNotification(), related_request_id=rc.request_id)
-        result = _result(out, n, sess)
+        result = _result(out, n, sess, structured)
         if resume:
             await self._add_resume(result, sess)
         return result
@@ -253,43 +265,56 @@ def _expected_call(rc: Any, arguments: dict[str, Any] | None) -> tuple[dict[str,
     if isinstance(arguments, dict) and EXPECTED_ARG in arguments:
         arguments = dict(arguments)
         raw = arguments.pop(EXPECTED_ARG)
-    if raw is None and rc is not None:
-        meta = getattr(rc, "meta", None)
-        if meta is not None and not isinstance(meta, dict):
-            meta = meta.model_dump(by_alias=True) if hasattr(meta, "model_dump") else None
-        if isinstance(meta, dict):
-            raw = meta.get(EXPECTED_META)
+    if raw is None:
+        raw = _request_meta(rc).get(EXPECTED_META)
     try:
         return arguments, (int(raw) if raw is not None and not isinstance(raw, bool) else None)
     except (TypeError, ValueError):
         return arguments, None
 
 
+def _request_meta(rc: Any) -> dict[str, Any]:
+    """The request's ``_meta`` as a mapping (empty when it has none)."""
+    meta = getattr(rc, "meta", None) if rc is not None else None
+    if meta is not None and not isinstance(meta, dict):
+        meta = meta.model_dump(by_alias=True) if hasattr(meta, "model_dump") else None
+    return meta if isinstance(meta, dict) else {}
+
+
 def _meta(n: int, sess: McpSession) -> dict[str, Any]:
     return {CALL_META: n, SESSION_META: sess.session_id}
 
 
-def _result(out: dict[str, Any], n: int, sess: McpSession) -> CallToolResult:
+def _result(out: dict[str, Any], n: int, sess: McpSession, structured: bool) -> CallToolResult:
     text = out.pop("text", None)
     if not isinstance(text, str):
         text = _enc.encode(out).decode()
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content={**out, "call": n},
-                          _meta=_meta(n, sess))
+    return CallToolResult(content=[TextContent(type="text", text=text)],
+                          structured_content={**out, "call": n} if structured else None, _meta=_meta(n, sess))
 
 
-def _error(exc: LeanCtxError, n: int, sess: McpSession) -> CallToolResult:
+def _error(exc: LeanCtxError, n: int, sess: McpSession, structured: bool) -> CallToolResult:
     err = msgspec.to_builtins(exc.to_dict())
     return CallToolResult(content=[TextContent(type="text", text=f"{exc.code}: {exc.message}")], is_error=True,
-                          structured_content={"error": err, "call": n}, _meta=_meta(n, sess))
+                          structured_content={"error": err, "call": n} if structured else None,
+                          _meta=_meta(n, sess))
 
 
 # --- building and serving ----------------------------------------------------------------------
 
 
-def build_server(lc: Any, *, project: str | os.PathLike[str], name: str = "lean-ctx") -> LeanCtxMCP:
+def build_server(lc: Any, *, project: str | os.PathLike[str], name: str = "lean-ctx",
+                 structured: bool | None = None) -> LeanCtxMCP:
     """An MCP server over the log ``lc``: a ``LeanCtx``, a factory returning one (opened on first
-    use), or a database path; ``project`` is the project root every tool works in."""
-    return LeanCtxMCP(Hub(lc, project), name=name)
+    use), or a database path; ``project`` is the project root every tool works in. ``structured``:
+    every result carries ``structuredContent`` (module doc); None reads ``LEAN_CTX_MCP_STRUCTURED``."""
+    hub = Hub(lc, project)
+    hub.structured = structured_from_env() if structured is None else structured
+    return LeanCtxMCP(hub, name=name)
+
+
+def structured_from_env() -> bool:
+    return os.environ.get(STRUCTURED_ENV, "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def serve_stdio(server: LeanCtxMCP) -> None:

@@ -35,6 +35,8 @@ CORE = {"ctx_read", "ctx_shell", "ctx_search", "ctx_tree", "ctx_edit", "ctx_expa
 SESSION = {"ctx_agent", "ctx_task", "ctx_session", "ctx_overview"}
 ALL = CORE | SESSION | {"ctx_gain", "ctx_knowledge", "ctx_handoff", "ctx_proof"}
 TOKEN_TARGET = 2000
+# results carry structuredContent only when asked (mcp_server's module doc): these tests read its fields
+STRUCTURED = {"lean-ctx/structured": True}
 _SCRUB = ("LEAN_CTX_AGENT_ID", "LEAN_CTX_SESSION_ID", "LEAN_CTX_MCP_FEATURES", "LEAN_CTX_DB", "LEAN_CTX_HOME")
 
 
@@ -124,7 +126,7 @@ def _text(result: Any) -> str:
 
 
 async def _call(client: Client, name: str, args: dict[str, Any]) -> Any:
-    r = await client.call_tool(name, args)
+    r = await client.call_tool(name, args, meta=STRUCTURED)
     assert not r.is_error, _text(r)
     return r
 
@@ -234,7 +236,7 @@ async def test_tasks_create_claim_and_a_lease_conflict(transport: Transport) -> 
         assert claimed.structured_content["task"]["status"] == "in_progress"
         owner = claimed.structured_content["task"]["owner"]
         refused = await b.call_tool("ctx_task", {"action": "claim", "task_id": task["task_id"],
-                                                 "channel": task["channel"]})
+                                                 "channel": task["channel"]}, meta=STRUCTURED)
         assert refused.is_error and _text(refused).startswith("LEASE_CONFLICT: ")
         assert refused.structured_content["error"]["code"] == "LEASE_CONFLICT"
         assert refused.meta["lean-ctx/call"] == 1
@@ -281,7 +283,9 @@ async def test_errors_carry_stable_codes(transport: Transport) -> None:
     async with transport.connect() as c:
         outside = await c.call_tool("ctx_read", {"paths": ["../../etc/passwd"]})
         assert outside.is_error and _text(outside).startswith("READ_PATH_OUTSIDE_PROJECT: ")
-        assert outside.structured_content["error"]["code"] == "READ_PATH_OUTSIDE_PROJECT"
+        assert outside.structured_content is None  # the text is all a model needs
+        asked = await c.call_tool("ctx_read", {"paths": ["../../etc/passwd"]}, meta=STRUCTURED)
+        assert asked.structured_content["error"]["code"] == "READ_PATH_OUTSIDE_PROJECT"
         assert "Error executing tool" not in _text(outside)
         bad = await c.call_tool("ctx_read", {"paths": "app.py", "bogus": 1})
         assert bad.is_error and _text(bad).startswith("INVALID_ARGUMENT: ")
@@ -289,7 +293,7 @@ async def test_errors_carry_stable_codes(transport: Transport) -> None:
         assert unknown.is_error and _text(unknown).startswith("TOOL_UNKNOWN: ")
         missing = await c.call_tool("ctx_agent", {"action": "post", "title": "no body"})
         assert missing.is_error and _text(missing).startswith("INVALID_ARGUMENT: ")
-        assert missing.meta["lean-ctx/call"] == 4  # refused calls count too
+        assert missing.meta["lean-ctx/call"] == 5  # refused calls count too
 
 
 # --- resources and prompts -----------------------------------------------------------------------------------

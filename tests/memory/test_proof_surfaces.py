@@ -272,7 +272,8 @@ async def test_ctx_proof_over_the_mcp_client(tmp_path: Path, project: Path, home
     with LeanCtx(db) as lc:
         fill(lc, project)
     params = StdioServerParameters(command=LEAN_CTX, args=["mcp"], cwd=str(project),
-                                   env={"LEAN_CTX_DB": str(db), "LEAN_CTX_HOME": str(home)})
+                                   env={"LEAN_CTX_DB": str(db), "LEAN_CTX_HOME": str(home),
+                                        "LEAN_CTX_MCP_STRUCTURED": "1"})  # these checks read its fields
     async with Client(params, mode="legacy", client_info=Implementation(name="claude-code", version="1.0"),
                       read_timeout_seconds=60) as client:
         assert "ctx_proof" not in {t.name for t in (await client.list_tools()).tools}  # lazy: memory

@@ -211,7 +211,7 @@ def test_mcp_round_trip_injects_the_resume_block_once(tmp_path: Path, project: P
 
     async def main() -> list[Any]:
         with LeanCtx(tmp_path / "mcp.db") as lc:
-            server = build_server(lc, project=project)
+            server = build_server(lc, project=project, structured=True)  # to see the block in structuredContent
             async with Client(server, client_info=Implementation(name="claude-code", version="1")) as c:
                 out = []
                 r = await c.call_tool("ctx_session", {"action": "task", "task": "survive compaction", "step": 3,

@@ -16,6 +16,11 @@ def mcp_cmd(
     host: str = typer.Option("127.0.0.1", "--host", help="With --http: the loopback address to bind."),
     port: int = typer.Option(3345, "--port", help="With --http: the port to listen on."),
     tools: bool = typer.Option(False, "--tools", help="Print the tool registry (category, tokens) and exit."),
+    structured: bool = typer.Option(
+        False, "--structured",
+        help="Every result also carries structuredContent (tokens, archive id, ...), for scripts. Off by "
+             "default: Claude Code, Codex and VS Code show the model structuredContent instead of the text. "
+             "Also $LEAN_CTX_MCP_STRUCTURED=1, or per call request _meta {\"lean-ctx/structured\": true}."),
 ) -> None:
     """Serve lean-ctx to an MCP client: stdio (what `claude mcp add lean-ctx -- lean-ctx mcp` runs),
     or streamable HTTP with --http. Each client session registers as an agent
@@ -26,7 +31,7 @@ def mcp_cmd(
         return
     from ..mcp_server import build_server, serve_http, serve_stdio
 
-    server = build_server(st.open, project=st.project_root())
+    server = build_server(st.open, project=st.project_root(), structured=True if structured else None)
     if http:
         sys.stderr.write(f"lean-ctx MCP (streamable HTTP) on http://{host}:{port}/mcp\n")
         serve_http(server, host=host, port=port)

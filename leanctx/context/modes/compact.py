@@ -39,9 +39,11 @@ parameter, its type and the return type stay; what goes is syntax the reader doe
 - a data class carries its fields on its row, written like parameters and by the rules above
   (``@dataclass class Point(x: int, y: int=0, tags: list[str]=…)``, ``class Msg(Struct)(id:
   int)``; dataclasses, attrs, msgspec ``Struct``, pydantic ``BaseModel``, ``NamedTuple``,
-  ``TypedDict``; ``ClassVar`` left out), and an exported TypeScript interface or object type
-  alias its property signatures (``export interface Options {name: string; retries?: number}``):
-  which classes, which fields and why one row, see ``leanctx.context.modes.fields``;
+  ``TypedDict``; ``ClassVar`` left out), an exported TypeScript interface or object type alias
+  its property signatures (``export interface Options {name: string; retries?: number}``), and
+  an exported TypeScript or JavaScript class its field declarations (``export class Cache {private
+  store; static max=100; ttl?: number}``): which classes, which fields and why one row, see
+  ``leanctx.context.modes.fields``;
 - whitespace is collapsed. Only a signature longer than ``MAX_SIG`` characters (generated
   code; no real one comes near it) is cut, after its name, with ``…``.
 

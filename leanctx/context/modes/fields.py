@@ -1,5 +1,5 @@
-"""The fields of a data class (Python) or the properties of an object shape (TypeScript), written
-on the ``signatures`` row of their declaration.
+"""The fields of a data class (Python), the properties of an object shape (TypeScript) or of a
+class (TypeScript, JavaScript), written on the ``signatures`` row of their declaration.
 
 A class whose annotated attributes are its constructor is read like a function: what matters is
 what to pass. Its fields go on the class row, in source order, written like parameters
@@ -39,12 +39,25 @@ TypeScript
     keep their own rows under the interface; types are verbatim (comments dropped, whitespace
     collapsed). A non-exported interface is a helper of its module, like a private Python
     function: its row stays, its properties are not written.
+TypeScript and JavaScript classes
+    an exported class (the interface rule, and CommonJS ``module.exports = X`` /
+    ``exports.X = class …``) gets its property declarations (and index signatures) in the same
+    braces, in source order: modifiers, decorators and the type kept, ``=`` without spaces, a
+    value longer than ``MAX_DEFAULT`` characters ``…`` and a function value its parameters
+    (``export class Foo {static count=0; baz?: string; readonly tags: string[]=…;
+    onClick=(e: Event): void=>…}``). A private member (``private``, ``#name``) is not part of the
+    class's API: it is written by the private field rule above (``private cache=…``, ``#n=0``),
+    so nothing vanishes and no count is needed. Constructor parameter properties
+    (``constructor(private readonly x: X)``) are on the constructor's row, not repeated here;
+    methods, accessors and ``static {}`` blocks are not fields.
 """
 
 from __future__ import annotations
 
 import re
 from typing import Any
+
+from leanctx.context.symbols import bindings as _b
 
 __all__ = ["shape"]
 
@@ -56,6 +69,8 @@ _FACTORIES = frozenset({"default_factory", "factory"})
 _CLASSVAR = re.compile(r"(?:^|[\s.\[|])ClassVar\b")
 _KW_ONLY = frozenset({"KW_ONLY", "dataclasses.KW_ONLY"})
 _TS_MEMBERS = frozenset({"property_signature", "index_signature"})
+_JS_CLASSES = frozenset({"class_declaration", "abstract_class_declaration", "class", "assignment_expression"})
+_JS_FIELDS = frozenset({"public_field_definition", "field_definition", "index_signature"})
 _WS = re.compile(r"\s+")
 _OPEN = re.compile(r"([(\[]) ")
 _CLOSE = re.compile(r",? ([)\]])")
@@ -63,13 +78,15 @@ _CLOSE = re.compile(r",? ([)\]])")
 
 def shape(w: Any, node: Any, root: Any, limit: int) -> str:
     """What to append to the row of ``node`` (``''`` when it is not a data class or an exported
-    object shape): `` (fields)`` glued to a Python class, `` {props}`` after a TS interface,
-    `` = {props}`` after a TS object type alias. ``w`` is the compact walker (``compact``),
+    object shape): `` (fields)`` glued to a Python class, `` {props}`` after a TS interface or
+    a TS/JS class, `` = {props}`` after a TS object type alias. ``w`` is the compact walker (``compact``),
     ``root`` the wrapper holding its decorators; longer than ``limit`` characters: cut with ``…``."""
     if w.lang == "python":
         got = _python(w, node, root) if node.type == "class_definition" else ""
     elif node.type in ("interface_declaration", "type_alias_declaration") and w.lang in ("typescript", "tsx"):
         got = _typescript(w, node)
+    elif node.type in _JS_CLASSES and w.lang in _b.JS_LANGS:
+        got = _js_class(w, node)
     else:
         return ""
     if len(got) > limit:  # generated code only
@@ -248,3 +265,63 @@ def _ts_member(w: Any, m: Any) -> str:
             todo.extend(c.named_children)
     edits.sort(key=lambda e: (e[0], -e[1]))
     return _tidy(w._apply(edits, m.start_byte, m.end_byte)).rstrip(";,").rstrip()
+
+
+# ---------------------------------------------------------------------- TS/JS classes
+def _js_class(w: Any, node: Any) -> str:
+    """The property declarations of an exported class (``_ts_exported``; CommonJS
+    ``module.exports.X = class …`` is exported), in braces after its row, in source order."""
+    cls = _b.unwrap(node.child_by_field_name("right")) if node.type == "assignment_expression" else node
+    body = cls.child_by_field_name("body") if cls is not None and cls.type in _JS_CLASSES else None
+    if body is None or not (node.type == "assignment_expression" or _ts_exported(w, node)):
+        return ""
+    props = [_ts_member(w, c) if c.type == "index_signature" else _js_field(w, c)
+             for c in body.named_children if c.type in _JS_FIELDS]
+    return " {" + "; ".join(p for p in props if p) + "}" if props else ""
+
+
+def _js_field(w: Any, f: Any) -> str:
+    """``[decorators] [modifiers] name[?|!][: T][=value]``: the type verbatim (comments dropped),
+    a value longer than ``MAX_DEFAULT`` characters ``…``, a function value its parameters and
+    ``=>…``. A private member (``private``, ``#name``) by the private field rule (``_py_field``)."""
+    name = f.child_by_field_name("name") or f.child_by_field_name("property")
+    if name is None:
+        return ""
+    value = f.child_by_field_name("value")
+    edits: list[tuple[int, int, bytes]] = []
+    todo = [c for c in f.named_children if c.type != "decorator" and c.start_byte != getattr(value, "start_byte", -1)]
+    while todo:  # comments (the value is written by ``_js_value``)
+        c = todo.pop()
+        if "comment" in c.type:
+            edits.append((c.start_byte, c.end_byte, b" "))
+        else:
+            todo.extend(c.named_children)
+    for d in f.children_by_field_name("decorator"):  # arguments past MAX_DECORATOR: ``(…)``
+        w._scan(d, d.start_byte, d.end_byte, None, edits, False, False)
+    eq = next((c for c in f.children if c.type == "="), None)
+    if value is not None and eq is not None and eq.prev_sibling is not None:
+        edits.append((eq.prev_sibling.end_byte, value.start_byte, b"="))
+        edits.append((value.start_byte, value.end_byte, _js_value(w, value).encode()))
+    edits.sort(key=lambda e: (e[0], -e[1]))
+    head = _tidy(w._apply(edits, f.start_byte, name.end_byte))
+    tail = _tidy(w._apply(edits, name.end_byte, f.end_byte)).rstrip(";,").rstrip()
+    access = next((c for c in f.named_children if c.type == "accessibility_modifier"), None)
+    private = w.text(name.start_byte, name.end_byte).startswith("#") or (
+        access is not None and w.text(access.start_byte, access.end_byte) == "private")
+    if private and len(tail) > _max_default():
+        tail = "=…" if value is not None else ""
+    return head + tail
+
+
+def _js_value(w: Any, v: Any) -> str:
+    """A field's value: whole when as short as ``MAX_DEFAULT`` characters, a function's
+    parameters and return type (the compact walker's signature) and ``=>…``, else ``…``."""
+    raw = _collapse(w.text(v.start_byte, v.end_byte))
+    if len(raw) <= _max_default() and "\n" not in w.text(v.start_byte, v.end_byte):
+        return raw
+    fn = _b.unwrap(v)
+    if fn is None or fn.type not in _b.FUNCTION_VALUES or fn.child_by_field_name("body") is None:
+        return "…"
+    body = fn.child_by_field_name("body")
+    head = w._signature(fn, fn.start_byte, body)  # the compact walker's: parameters and return type
+    return head + ("=>…" if fn.type == "arrow_function" else "{…}")

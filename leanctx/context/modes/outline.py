@@ -15,7 +15,7 @@ declarations and their lines, members included, and a field is not a declaration
 what a class is built from is the ``signatures`` mode's answer.
 
 ``signatures`` writes one row per declaration (a data class with its fields on its row, an
-exported TypeScript interface with its properties: ``fields``); declarations that share a line and a signature
+exported TypeScript interface or TS/JS class with its properties: ``fields``); declarations that share a line and a signature
 (the names of one destructuring pattern, of a Go spec ``const A, B = 1, 2``) share a row. A run
 of more than ``FOLD_OVER`` (40) constants is folded: consecutive constants, variables or statics
 (no other declaration between them) at one depth under one parent, and within one Go ``const

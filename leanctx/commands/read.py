@@ -3,8 +3,11 @@
 The operation (``leanctx.ops.read``) has already read, hashed, redacted and rendered every
 file outside the write transaction; this handler runs inside it and decides, exactly:
 
-- **stub or content.** The ~13-token stub (``F3=src/app.py [unchanged 120 lines · fresh=true
-  to re-read]``; a ``lines:`` view names its lines: ``[unchanged lines 1-30 of 147 · …]``) goes
+- **stub or content.** The ~20-token stub (``F3=src/app.py [unchanged 120 lines · fresh=true
+  to re-read]``; a ``lines:`` view names its lines: ``[unchanged lines 1-30 of 147 · …]``; the
+  re-read it names is the caller's surface's, ``RecordRead.surface``: ``fresh=true`` for the
+  tool over MCP, HTTP and ``lean-ctx call``, ``--fresh`` for ``lean-ctx read``; ``file.read``
+  records its count, never its text) goes
   only to the conversation (agent id + session id, both set) whose
   ``deliveries`` row for (path, mode) holds this very content hash *and* that received this
   content whole in that mode (a non-stub delivery that was not capped: see
@@ -73,6 +76,7 @@ __all__ = [
     "MAX_PATHS",
     "MIN_CAP_TOKENS",
     "NOTICE_RESERVE",
+    "REREAD_HINTS",
     "ArchiveInfo",
     "ReadAnswer",
     "ReadFile",
@@ -91,6 +95,7 @@ MAX_CAP_TOKENS = 24_000  # clients reject tool results past 25,000 tokens; notic
 MIN_CAP_TOKENS = 200
 MAX_PATHS = 32
 NOTICE_RESERVE = 100  # tokens kept back per later path, so its notice still fits under the cap
+REREAD_HINTS = {"tool": "fresh=true", "cli": "--fresh"}  # per surface: how its caller asks for a re-read
 _STUB_MODES = frozenset({"full", "map", "signatures", "aggressive", "entropy"})
 _LINES_KEY = re.compile(r"^lines:\d+-\d+(?:,\d+-\d+)*$|^task:[0-9a-f]{12}$")  # keys that name their rendering
 
@@ -129,6 +134,7 @@ class RecordRead(Command, frozen=True):
     cap_tokens: int = DEFAULT_CAP_TOKENS
     encoding: str = DEFAULT_ENCODING
     archive_root: str | None = None  # where the operation archived capped views
+    surface: str = "tool"  # a key of REREAD_HINTS: the stub names that surface's way to re-read
 
 
 class ReadAnswer(msgspec.Struct, frozen=True):
@@ -171,12 +177,14 @@ def check_cap(cap: object, code: str) -> None:
                            f" not {cap!r}")
 
 
-def stub_text(head: str, lines: int, mode: str = "full") -> str:
+def stub_text(head: str, lines: int, mode: str = "full", surface: str = "tool") -> str:
     """The stub of an unchanged re-read: what the conversation holds. A ``lines:`` view names its
-    lines (``[unchanged lines 1-30 of 147 · …]``); every other view the whole file's line count."""
+    lines (``[unchanged lines 1-30 of 147 · …]``); every other view the whole file's line count.
+    It ends with the way to re-read of the caller's ``surface`` (``REREAD_HINTS``)."""
+    hint = REREAD_HINTS[surface]
     if mode.startswith("lines:"):
-        return f"{head} [unchanged lines {mode[6:]} of {lines} · fresh=true to re-read]"
-    return f"{head} [unchanged {lines} line{'' if lines == 1 else 's'} · fresh=true to re-read]"
+        return f"{head} [unchanged lines {mode[6:]} of {lines} · {hint} to re-read]"
+    return f"{head} [unchanged {lines} line{'' if lines == 1 else 's'} · {hint} to re-read]"
 
 
 class _Answer(msgspec.Struct):
@@ -209,6 +217,8 @@ def _diff_refused(ctx: CommandContext, path: str, base: str) -> str | None:
          result=list[ReadAnswer])
 def record(ctx: CommandContext, cmd: RecordRead) -> list[ReadAnswer]:
     check_cap(cmd.cap_tokens, "READ_INVALID_CAP")
+    if cmd.surface not in REREAD_HINTS:
+        raise InvalidInput("READ_INVALID_RECORD", f"surface must be one of {sorted(REREAD_HINTS)}, not {cmd.surface!r}")
     if not cmd.files:
         raise InvalidInput("READ_NO_PATHS", "name at least one file to read")
     budget = enforce_budget(ctx)
@@ -249,7 +259,7 @@ def record(ctx: CommandContext, cmd: RecordRead) -> list[ReadAnswer]:
                     and holds_whole(conn, agent, session, f.path, f.content_hash, (view.mode,), project=project))
         scent = claim_note(ctx, f.path)
         if stub:
-            text = stub_text(head, f.lines, view.mode) + (f"\n{scent}" if scent else "")
+            text = stub_text(head, f.lines, view.mode, cmd.surface) + (f"\n{scent}" if scent else "")
             n = count_tokens(text, cmd.encoding)
             done.append(_Answer(f, view, text, n, ref, True, False, None, scent))
         else:

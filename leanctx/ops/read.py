@@ -54,13 +54,12 @@ from ..archive import ArchiveStore
 from ..cache.views import Blob, View, ViewCache, options_key, views_for
 from ..commands.read import (
     DEFAULT_CAP_TOKENS,
-    MAX_CAP_TOKENS,
     MAX_PATHS,
-    MIN_CAP_TOKENS,
     ReadAnswer,
     ReadFile,
     ReadView,
     RecordRead,
+    check_cap,
     redact_keeping_lines,
 )
 from ..commands.sessions import session_of
@@ -300,6 +299,7 @@ def read_files(
     now: float | None = None,
     cap_tokens: int | None = None,
     encoding: str = DEFAULT_ENCODING,
+    surface: str = "tool",
 ) -> list[ReadAnswer]:
     """Read ``paths`` (relative to ``project``, or absolute inside it) in ``mode``; returns one
     answer per distinct path, in order: a ``ReadFailure`` (``mode="error"``, ``error`` set) for a
@@ -307,7 +307,8 @@ def read_files(
     with stable codes (``READ_PATH_OUTSIDE_PROJECT``, ``READ_SECRET_FILE``, ``READ_NOT_FOUND``,
     ``READ_INVALID_MODE``, ``BUDGET_EXCEEDED``, ...) when the call itself is refused or no path
     could be read (``leanctx.ops.read_failures.all_failed``); nothing is recorded for a refused
-    path, and a refused decision (budget) is recorded as a failed ``read.record`` call."""
+    path, and a refused decision (budget) is recorded as a failed ``read.record`` call.
+    ``surface`` (``"tool"`` or ``"cli"``) picks the re-read a stub names (``RecordRead.surface``)."""
     if isinstance(paths, str):
         paths = [paths]
     if not paths:
@@ -316,11 +317,7 @@ def read_files(
         raise InvalidInput("READ_TOO_MANY_PATHS", f"read at most {MAX_PATHS} files per call, not {len(paths)}")
     _normalize_mode(mode)
     cap = _cap_from_env() if cap_tokens is None else cap_tokens
-    if isinstance(cap, bool) or not isinstance(cap, int) or not (MIN_CAP_TOKENS <= cap <= MAX_CAP_TOKENS):
-        raise InvalidInput(
-            "READ_INVALID_CAP",
-            f"the answer cap must be between {MIN_CAP_TOKENS} and {MAX_CAP_TOKENS:,} tokens, not {cap}",
-        )
+    check_cap(cap, "READ_INVALID_CAP")
     try:
         root = workspace_root(project, invalid_code="READ_INVALID_PROJECT")
     except PathRefused as exc:
@@ -371,7 +368,7 @@ def read_files(
     store = ArchiveStore.beside(lc.db)
     files = foresee_cap(files, redacted, cap, encoding, store)
     cmd = RecordRead(files=files, fresh=fresh, raw=raw, cap_tokens=cap, encoding=encoding,
-                     archive_root=str(store.root))
+                     archive_root=str(store.root), surface=surface)
     res = lc.bus.dispatch(cmd, actor=actor, session_id=session_id, project=project, now=now)
     answers = iter(list(res.value))
     requested = name if not arg else f"{name}:{arg}"

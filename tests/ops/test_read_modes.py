@@ -213,7 +213,7 @@ def test_cli_end_to_end(tmp_path: Path, project: Path) -> None:
     s1 = _run(project, db, "read", "src/app.py", "--mode", "signatures", "--session", "conv")
     assert s1.returncode == 0 and s1.stdout.startswith("F1=src/app.py [signatures")
     s2 = _run(project, db, "read", "src/app.py", "--mode", "signatures", session="conv")
-    assert s2.stdout == "F1=src/app.py [unchanged 29 lines · fresh=true to re-read]\n"
+    assert s2.stdout == "F1=src/app.py [unchanged 29 lines · --fresh to re-read]\n"
     s3 = _run(project, db, "read", "src/app.py", "--mode", "signatures", "--fresh", session="conv")
     assert s3.stdout.startswith("F1=src/app.py [signatures")
     j = _run(project, db, "read", "app.py", "-m", "lines:1-2", "--json", session="conv", cwd=project / "src")

@@ -3,6 +3,10 @@
 Token counts use ``$LEAN_CTX_MODEL`` (a model name such as ``gemini-2.5-pro``, or an encoding
 spec such as ``cl100k_base*1.1``; default ``o200k_base``); ``file.read`` records it.
 
+An unchanged re-read in the same conversation (``--session``, else ``$LEAN_CTX_SESSION_ID``) is
+answered with the stub, which names this verb's way to re-read: ``--fresh`` (the tool's stub,
+over MCP, HTTP and ``lean-ctx call``, names ``fresh=true``).
+
 ``--json`` prints one object per file, and all of them together stay within the answer cap
 (``--max-tokens``, else ``$LEAN_CTX_READ_MAX_TOKENS``, else 20,000): the text is capped lower to
 leave room for JSON escaping (measured on the files beforehand: ``leanctx.api.cli.json_cap``)."""
@@ -105,6 +109,7 @@ def read_cmd(
         project=st.project_root(),
         cap_tokens=max_tokens,
         encoding=enc,
+        surface="cli",  # its stubs say --fresh, the option that re-reads here
     )
     if as_json:
         if json_cap is None:

@@ -1,8 +1,13 @@
 """``lean-ctx shell``, ``lean-ctx compress`` and ``lean-ctx expand`` (top-level verbs).
 
-``lean-ctx shell [--cwd D] [--timeout S] [--raw] [--env NAME=VALUE] [--json] -- CMD...`` runs
-CMD (several words: an argv; one word: a string for ``bash -c``), prints its compressed,
+``lean-ctx shell [--cwd D] [--timeout S] [--raw] [--env NAME=VALUE] [--max-tokens N] [--json] -- CMD...``
+runs CMD (several words: an argv; one word: a string for ``bash -c``), prints its compressed,
 secret-redacted output and exits with CMD's exit code (124 on a timeout).
+
+``--max-tokens N`` is ``ctx_shell``'s ``max_tokens``: the answer cap (default 20,000; past it the
+rest is archived and the answer names the ``lean-ctx expand`` that gets it), refused outside
+200..24,000 with ``SHELL_INVALID_CAP`` (exit 2) before CMD runs, by the one rule of every answer cap
+(``leanctx.commands.read.check_cap``).
 
 **Where CMD runs** stays inside the project, as over MCP and HTTP (the same check,
 ``leanctx.api.tools.context.shell_cwd``, the same refusal: ``SHELL_CWD_OUTSIDE_PROJECT``, exit 2,
@@ -20,7 +25,7 @@ the events record it in their ``encoding`` field.
 ``--json``: shell prints every field ``ctx_shell`` returns (``capped`` and ``capped_archive_id``
 included; null ones too) plus ``command``; compress prints the same minus the run's fields
 (exit code, duration, timeout, capture, command); expand prints the ``Expansion``. That JSON
-stays within the answer cap the plain answer has (expand: ``--max-tokens``, else 20,000): the
+stays within the answer cap the plain answer has (shell, expand: ``--max-tokens``, else 20,000): the
 text is capped lower to leave room for JSON escaping (``leanctx.api.cli.json_cap``: measured on
 the captured output or the archive beforehand; shell assumes 1.5× as its output is not known yet).
 """
@@ -33,7 +38,7 @@ from typing import Optional
 import typer
 
 from ...commands.read import DEFAULT_CAP_TOKENS as ANSWER_CAP_TOKENS
-from ...commands.read import MAX_CAP_TOKENS, MIN_CAP_TOKENS
+from ...commands.read import MAX_CAP_TOKENS, MIN_CAP_TOKENS, check_cap
 from ...errors import InvalidInput
 from .app import state
 from .common import JSON
@@ -142,6 +147,10 @@ def shell_cmd(
     env: list[str] = typer.Option(
         [], "--env", help="NAME=VALUE added to the command's environment (repeatable)."
     ),
+    max_tokens: Optional[int] = typer.Option(
+        None, "--max-tokens", help=f"Cap on the tokens of the answer ({MIN_CAP_TOKENS}-{MAX_CAP_TOKENS}, default"
+        f" {ANSWER_CAP_TOKENS}); past it the rest is archived for `lean-ctx expand`."
+    ),
     session: Optional[str] = SESSION,
     json_: bool = JSON,
 ) -> None:
@@ -153,6 +162,8 @@ def shell_cmd(
     st = state(ctx)
     workdir = _cli_cwd(st.project_root(), cwd)  # refused before anything runs or is opened
     env_passthrough = _env_pairs(env)
+    answer_cap = ANSWER_CAP_TOKENS if max_tokens is None else max_tokens
+    check_cap(answer_cap, "SHELL_INVALID_CAP")  # ctx_shell's refusal, before the --json text cap is derived
     lc = st.open()
     target: str | list[str] = command[0] if len(command) == 1 else list(command)
     try:
@@ -161,11 +172,11 @@ def shell_cmd(
         piped = None
     who = _who(st, session)
     as_json = st.want_json(json_)
-    cap = _text_cap(as_json, who["encoding"], None, [" ".join(command)])
+    cap = _text_cap(as_json, who["encoding"], None, [" ".join(command)], cap=answer_cap)
     r = run_shell(lc, target, cwd=workdir, timeout=timeout, env_passthrough=env_passthrough, raw=raw, stdin=piped,
                   cap_tokens=cap, **who)
     if as_json:
-        _emit(_shell_json(r), who["encoding"])
+        _emit(_shell_json(r), who["encoding"], answer_cap)
     else:
         sys.stdout.write(r.text + ("\n" if r.text else ""))
         sys.stdout.flush()

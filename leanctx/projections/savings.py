@@ -95,7 +95,7 @@ counter, so coordination traffic (heartbeats, chat, locks) never pushes a bounce
 window, and refused calls (no context event) do not count.
 
 **Bounce.** A *compressed read* is a non-stub ``file.read`` with a mode other than ``full``
-and ``lines:``. A stub is not one: it sent ~13 tokens of reference to an answer the
+and ``lines:``. A stub is not one: it sent ~20 tokens of reference to an answer the
 conversation holds, not a compressed view, so it neither bounces nor is bounced; nor is a
 ``lines:`` read: it sent those lines as a plain ranged read does (its raw is those lines, not
 the file), so a full read after it is a new need, not the undoing of a compression. A full, non-stub ``file.read`` of the

@@ -135,7 +135,12 @@ def test_sigkill_mid_load_loses_no_returned_append(tmp_path: Path) -> None:
             i, pos = map(int, line.split())
             acked.append((i, pos))
         os.kill(child.pid, signal.SIGKILL)
-        rest, _ = child.communicate(timeout=10)
+        child.wait(timeout=10)
+        # read the rest through the same buffered reader: communicate() would read the raw pipe and
+        # miss the lines readline() already pulled into the buffer (lost whenever the writer is ahead)
+        rest = child.stdout.read()  # type: ignore[union-attr]
+        child.stdout.close()  # type: ignore[union-attr]
+        child.stderr.close()  # type: ignore[union-attr]
     finally:
         if child.poll() is None:
             child.kill()

@@ -71,7 +71,10 @@ class ArchiveStore:
     def get(self, archive_id: str) -> str:
         p = self.path(archive_id)
         if not p.exists():
-            raise NotFound("ARCHIVE_NOT_FOUND", f"no archive {archive_id}; it may have been pruned — re-run the command")
+            raise NotFound("ARCHIVE_NOT_FOUND",
+                           f"no archive {archive_id} in {self.root}: archives are kept beside the log of the project "
+                           "whose command made them; run expand in that project (or name it with --project), or "
+                           "re-run the command", archive_id=archive_id, archives=str(self.root))
         return p.read_text(encoding="utf-8", errors="surrogatepass")
 
     def exists(self, archive_id: str) -> bool:

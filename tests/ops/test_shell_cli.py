@@ -83,6 +83,8 @@ def test_omissions_expand_through_the_cli(db: Path) -> None:
     assert both.returncode == 2 and "EXPAND_ONE_SELECTOR" in both.stderr
     missing = run(db, "expand", "A0123456789abcdef")
     assert missing.returncode == 2 and "ARCHIVE_NOT_FOUND" in missing.stderr
+    # nothing prunes archives: the likely cause is another project's log, and the answer says where it looked
+    assert "pruned" not in missing.stderr and "beside the log of the project" in missing.stderr
     expanded = shell_events(db, "archive.expanded")
     assert [e["selector"] for e in expanded] == ["full", "head:2", "tail:2", "lines:10-12", r"grep:chunk 39\d/"]
 

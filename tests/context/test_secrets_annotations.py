@@ -99,7 +99,7 @@ VALUES = [
     ('def f(password: str = "hunter2horse") -> None:', "hunter2horse"),
     ("def f(pin_password: int = 12345678):", "12345678"),
     ('val apiKey: String = "hunter2horse"', "hunter2horse"),
-    ("X_MCP_HEADER_KEY: Final = 'x-mcp-header'", "x-mcp-header"),
+    ("X_MCP_HEADER_KEY: Final = 'xk2-Hq9m-Ab7z'", "xk2-Hq9m-Ab7z"),  # 'x-mcp-header' is a name
     ('class S(BaseModel):\n    signing_key: SecretStr = "Hunter2horseSIGN"\n', "Hunter2horseSIGN"),
     # code that is not an annotation: named arguments (C#, Swift), dict entries, YAML in a string
     ('func connect() {\n    login(password: "Hunter2horse")\n}\n', "Hunter2horse"),

@@ -78,7 +78,7 @@ def test_keyword_arguments_of_a_call_opened_above_are_code() -> None:
 
 # a value: a bare name outside Python code, a literal, a config line
 @pytest.mark.parametrize(("text", "secret"), [
-    ("meta_key = header\n", "header"),  # no code around it: a value
+    ("meta_secret = header\n", "header"),  # no code around it: a value
     ("[pypi]\n  password = hunter2abc\n", "hunter2abc"),  # .pypirc: indented INI, not a Python body
     ('def f():\n    s = """\n    password = hunter2abc\n    """\n', "hunter2abc"),  # inside a string
     ("password = Xk29d(ab\n", "Xk29d(ab"),  # random mixed case before a bracket: a password

@@ -1,0 +1,70 @@
+"""Provider formats (used by ``secrets.redact``): secrets recognised by their own shape, wherever
+they occur — private key blocks, AWS, GitHub, GitLab, OpenAI, Anthropic, Slack, Stripe, Google,
+npm, PyPI, Vault, Hugging Face, SendGrid, age, JWTs — and the password of a URL
+(``postgresql://u:p@h/db``, ``redis://:pass@h``; not a placeholder: ``user:pass@``,
+``<password>``, ``${PASS}``) or of a ``.netrc`` (``machine h login u password X``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+REDACTED = "[REDACTED:{kind}]"
+
+# (kind, pattern). Order matters: specific provider formats first, generic assignment last.
+_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    # a block without its END line (a truncated paste, ``head`` of a key file) runs to the end
+    ("private_key", re.compile(
+        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
+        r"(?:[\s\S]*?-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|[\s\S]*\Z)")),
+    ("aws_access_key", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b")),
+    ("github_token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b")),
+    ("gitlab_token", re.compile(r"\bgl(?:pat|cbt)-[A-Za-z0-9_-]{20,}\b")),
+    ("anthropic_key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}\b")),
+    ("openai_key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}\b")),
+    ("slack_token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b")),
+    ("stripe_key", re.compile(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}\b")),
+    ("google_api_key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")),
+    ("npm_token", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b")),
+    ("pypi_token", re.compile(r"\bpypi-[A-Za-z0-9_-]{50,}\b")),
+    ("vault_token", re.compile(r"\bhv[sb]\.[A-Za-z0-9_-]{24,}")),
+    ("huggingface_token", re.compile(r"\bhf_[A-Za-z0-9]{30,}\b")),
+    ("sendgrid_key", re.compile(r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}")),
+    ("stripe_key", re.compile(r"\bwhsec_[A-Za-z0-9]{24,}\b")),
+    ("age_key", re.compile(r"\bAGE-SECRET-KEY-1[0-9A-Z]{50,}\b")),
+    ("google_oauth_token", re.compile(r"\bya29\.[A-Za-z0-9_-]{20,}")),
+    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\b")),
+    # only the password goes; the user may be empty (``redis://:pass@host``); a placeholder stays
+    ("url_password", re.compile(r"(?P<keep>://[^\s:/@]+:)[^\s@/]+(?=@)")),
+    ("url_password", re.compile(r"(?P<keep>://:)[^\s@/:]+(?=@)")),  # not ``cvs://:pserver:anon@``
+    # ``.netrc``: ``machine h login u password X``, on one line or several
+    ("netrc_password", re.compile(r"(?P<keep>(?<![\w-])(?:machine[ \t]+\S+|default)\s+login[ \t]+\S+\s+password[ \t]+)"
+                                  r"(?!(?:password|string|str)\b)[^\s#]+")),
+]
+
+# a URL password that is a documentation placeholder: ``https://user:pass@host``, ``[user:passwd@]``,
+# ``<password>`` (maybe HTML-escaped), ``${PASS}``, ``%s``, ``****``
+_URL_PLACEHOLDER = re.compile(r"(?:pass|passwd|password|pwd|secret|token|pass(?:word)?\]|x+|\*+|\.\.\.|%s|\$\{?\w+\}?"
+                              r"|\{\w*\}|<[^<>]*>?|&lt;.*?(?:&gt;)?|\\fI.*|\[REDACTED:\w+\])$", re.IGNORECASE)
+
+
+def redact_providers(text: str, hide: Callable[[str, str], str]) -> str:
+    """``text`` with each provider format replaced by ``hide(kind, value)`` (what a ``keep``
+    group matched, a URL's user, stays in front of it)."""
+
+    def sub(kind: str) -> Callable[[re.Match[str]], str]:
+        def repl(m: re.Match[str]) -> str:
+            keep = m.groupdict().get("keep") or ""
+            value = m.group(0)[len(keep):]
+            if kind == "url_password" and _URL_PLACEHOLDER.match(value):
+                return m.group(0)
+            return keep + hide(kind, value)
+
+        return repl
+
+    for kind, pat in _PATTERNS:
+        if kind == "private_key" and "PRIVATE KEY" not in text:
+            continue
+        text = pat.sub(sub(kind), text)
+    return text

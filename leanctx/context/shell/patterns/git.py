@@ -1,4 +1,9 @@
-"""git: status, log, diff, show, branch, push, pull, fetch, commit."""
+"""git: status, branch, and the commands that move commits (push, pull, fetch, commit, merge,
+rebase, cherry-pick...); log, diff and show are in :mod:`git_diff`.
+
+A merge, rebase, cherry-pick, revert or stash that stops on conflicts names each conflicting
+path on a ``CONFLICT (<kind>): ...`` line, every one of which is kept, as is the line that says
+the merge failed; the ``Auto-merging <path>`` lines before them are omitted and counted."""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ import re
 
 from leanctx.context.shell.builder import Builder
 from leanctx.context.shell.patterns.common import Ctx
+from leanctx.context.shell.patterns.git_diff import STAT, log_and_diff, stat_count
 from leanctx.context.shell.text import squeeze_spaces
 
 __all__ = ["git"]
@@ -45,10 +51,12 @@ def git(b: Builder, ctx: Ctx) -> None:
         else:
             _status(b)
     elif sub in {"diff", "show", "log"}:
-        _log_and_diff(b, oneline=sub == "log" and any(a.startswith("--oneline") or a.startswith("--pretty=oneline") for a in args))
+        oneline = sub == "log" and any(a.startswith(("--oneline", "--pretty=oneline")) for a in args)
+        log_and_diff(b, args, oneline)
     elif sub == "branch":
         _branch(b)
-    elif sub in {"push", "pull", "fetch", "clone", "commit", "merge", "rebase", "checkout", "switch", "stash", "tag", "remote"}:
+    elif sub in _MOVES:
+        _conflicts(b)
         _transfer(b)
 
 
@@ -136,158 +144,6 @@ def _status_short(b: Builder) -> None:
         b.represent([i for i, _ in items], f"{code}: " + ", ".join(p for _, p in items))
 
 
-_DIFF_META = re.compile(
-    r"^(?:index [0-9a-f]+\.\.[0-9a-f]+|(?:new|deleted) file mode|old mode|new mode|similarity index|"
-    r"dissimilarity index|rename from|rename to|copy from|copy to|--- |\+\+\+ )"
-)
-_DATE = re.compile(r"^\w{3} (\w{3}) +(\d{1,2}) [\d:]+ (\d{4})")
-_MONTHS = {m: f"{k:02d}" for k, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split(), 1)}
-_MAX_COMMITS = 40
-_MAX_CHANGED_PER_FILE = 80
-_MAX_ONELINE = 60
-
-
-def _short_date(raw: str) -> str:
-    m = _DATE.match(raw.strip())
-    if not m:
-        return raw.strip()
-    mon, day, year = m.groups()
-    return f"{year}-{_MONTHS.get(mon, mon)}-{int(day):02d}"
-
-
-def _log_and_diff(b: Builder, oneline: bool) -> None:
-    i = 0
-    n = b.n
-    commits = 0
-    bodies: list[int] = []
-    context: list[int] = []
-    meta: list[int] = []
-    authors = {re.sub(r"\s*<[^>]*>", "", ln[7:]).strip() for ln in b.lines if ln.startswith("Author:")}
-    dates = {_short_date(ln.partition(":")[2]) for ln in b.lines if ln.startswith(("Date:", "AuthorDate:"))}
-    one_author = next(iter(authors)) if len(authors) == 1 else ""
-    one_date = next(iter(dates)) if len(dates) == 1 else ""
-    if sum(1 for ln in b.lines if re.match(r"^commit [0-9a-f]{7,}", ln)) > 1 and (one_author or one_date):
-        shared = [f"author {one_author}"] if one_author else []
-        shared += [f"date {one_date}"] if one_date else []
-        b.note(-1, f"all commits: {', '.join(shared)}")
-    else:
-        one_author = one_date = ""
-    if oneline:
-        rows = [k for k in range(n) if b.lines[k].strip()]
-        if len(rows) > _MAX_ONELINE:
-            b.omit(rows[_MAX_ONELINE:], "older commits")
-        return
-    while i < n:
-        line = b.lines[i]
-        if line.startswith("commit ") and re.match(r"^commit [0-9a-f]{7,}", line):
-            commits += 1
-            if commits > _MAX_COMMITS:  # the older commits, whole (with any diff or stat): one marker
-                older = [k for k in range(i, n) if b.lines[k].strip()]
-                for k in range(i, n):
-                    if not b.lines[k].strip():
-                        b.blank(k)
-                n_older = sum(1 for k in older if re.match(r"^commit [0-9a-f]{7,}", b.lines[k]))
-                b.omit(older, f"{n_older} older commits")
-                break
-            j = i + 1
-            header = [i]
-            author = date = ""
-            while j < n and re.match(r"^(Author|AuthorDate|Commit|CommitDate|Date|Merge):", b.lines[j]):
-                key, _, val = b.lines[j].partition(":")
-                if key == "Author":
-                    author = re.sub(r"\s*<[^>]*>", "", val).strip()
-                elif key in {"Date", "AuthorDate"}:
-                    date = _short_date(val)
-                header.append(j)
-                j += 1
-            msg: list[int] = []
-            while j < n and (not b.lines[j].strip() or b.lines[j].startswith("    ")):
-                if b.lines[j].strip():
-                    msg.append(j)
-                else:
-                    b.blank(j)
-                j += 1
-            parts = line.split()
-            sha = parts[1][:9]
-            deco = " ".join(parts[2:])
-            subject = b.lines[msg[0]].strip() if msg else ""
-            who = "" if one_author else f" {author}:"
-            when = "" if one_date else f" {date}"
-            b.represent([*header, *(msg[:1])], f"{sha}{when}{who} {subject}" + (f" {deco}" if deco else ""))
-            if subject:
-                b.must_keep(msg[0], subject)
-            bodies.extend(msg[1:])
-            i = j
-            continue
-        if line.startswith("diff --git ") or line.startswith("diff --cc "):
-            i = _file_diff(b, i, context, meta)
-            continue
-        if m := _STAT.match(line):  # --stat: the +/- bar is a scaled drawing of the count
-            path, count = m.group(1).strip(), m.group(2).strip()
-            b.must_keep(i, path)
-            b.keep(i, f" {path} {_stat_count(count)}")
-        elif re.match(r"^\s*\d+ files? changed", line):
-            b.must_keep(i)
-            b.keep(i, line.strip())
-        i += 1
-    b.omit(bodies, "message bodies", inline=False)
-    b.omit(meta, "index lines", inline=False)
-    b.omit(context, "context lines", inline=False)
-
-
-def _file_diff(b: Builder, i: int, context: list[int], meta: list[int]) -> int:
-    n = b.n
-    m = re.match(r"^diff --git a/(.+?) b/(.+)$", b.lines[i])
-    path = m.group(2) if m else b.lines[i].split()[-1]
-    said: list[int] = []  # header lines whose content the compact header line states
-    labels: list[str] = []
-    j = i + 1
-    while j < n and _DIFF_META.match(b.lines[j]):
-        t = b.lines[j]
-        if m := re.match(r"^(new|deleted) file mode (\d+)$", t):
-            labels.append(m.group(1) + ("" if m.group(2) == "100644" else f" mode {m.group(2)}"))
-            said.append(j)
-        elif m := re.match(r"^(rename|copy) from (.+)$", t):
-            labels.append(f"{'renamed' if m.group(1) == 'rename' else 'copied'} from {m.group(2)}")
-            said.append(j)
-        elif m := re.match(r"^(?:old|new) mode (\d+)$", t):
-            labels.append(f"{'old' if t.startswith('old') else 'new'} mode {m.group(1)}")
-            said.append(j)
-        elif m := re.match(r"^(?:dis)?similarity index (\d+%)$", t):
-            labels.append(f"{'dissimilarity' if t.startswith('dis') else 'similarity'} {m.group(1)}")
-            said.append(j)
-        elif t.startswith(("rename to ", "copy to ", "--- ", "+++ ")):
-            # the path (or /dev/null for a new/deleted file) is the header's, stated above
-            said.append(j)
-        else:  # index <blob>..<blob> [mode]: blob ids, stated nowhere else
-            meta.append(j)
-        j += 1
-    status = ", ".join(labels)
-    b.must_keep(i, path)
-    b.represent([i, *said], f"--- {path}" + (f" ({status})" if status else ""))
-    changed: list[int] = []
-    while j < n and not b.lines[j].startswith("diff --") and not re.match(r"^commit [0-9a-f]{7,}", b.lines[j]):
-        t = b.lines[j]
-        if t.startswith("@@"):
-            b.keep(j)
-        elif t.startswith(("+", "-")):
-            changed.append(j)
-        elif t.startswith(("Binary files", "GIT binary patch")):
-            b.keep(j)
-        elif t.startswith(" ") or t.startswith("\\ No newline") or t == "":
-            context.append(j)
-        j += 1
-    if status.startswith("deleted") and len(changed) > 3:
-        b.omit(changed, "content of the deleted file")
-    elif len(changed) > _MAX_CHANGED_PER_FILE:
-        b.keep_all(changed[: _MAX_CHANGED_PER_FILE - 20])
-        b.keep_all(changed[-20:])
-        b.omit(changed[_MAX_CHANGED_PER_FILE - 20 : -20], f"changed lines of {path}")
-    else:
-        b.keep_all(changed)
-    return j
-
-
 def _branch(b: Builder) -> None:
     rows = [i for i in range(b.n) if b.lines[i].strip()]
     verbose = any(re.search(r"\s[0-9a-f]{7,}\s", b.lines[i]) for i in rows)
@@ -327,23 +183,46 @@ def _branch_verbose(b: Builder, rows: list[int]) -> None:
             b.represent([i for i, _ in items], f"{sha} {subject}: " + ", ".join(t for _, t in items))
 
 
+_MOVES = {
+    "push", "pull", "fetch", "clone", "commit", "merge", "rebase", "cherry-pick", "revert", "am", "checkout",
+    "switch", "restore", "stash", "tag", "remote",
+}
+_CONFLICT = re.compile(r"^CONFLICT \([^)]+\): ")  # content, add/add, modify/delete, rename/delete...
+_STOPPED = re.compile(r"^Automatic merge failed; |^(?:error: )?[Cc]ould not apply [0-9a-f]+\.\.\. ")
+# "error: Your local changes to the following files would be overwritten by merge:" + tab-indented paths
+_PATH_LIST = re.compile(
+    r"\bthe following (?:untracked working tree )?files would be (?:overwritten|removed)\b", re.IGNORECASE
+)
+
+
+def _conflicts(b: Builder) -> None:
+    """The conflicts a merge (pull, rebase, cherry-pick, revert, stash pop) stopped on: every
+    ``CONFLICT`` line and the line saying it stopped are kept; the ``Auto-merging <path>`` lines
+    (a content conflict's path is on its ``CONFLICT`` line) are omitted and counted. The paths
+    git refuses to overwrite are kept too."""
+    merging: list[int] = []
+    listing = False
+    for i, line in enumerate(b.lines):
+        if _CONFLICT.match(line) or _STOPPED.match(line):
+            b.must_keep(i)
+            b.keep(i)
+        elif line.startswith("Auto-merging "):
+            merging.append(i)
+        elif listing and line.startswith("\t"):
+            b.must_keep(i, line.strip())
+            b.keep(i)
+            continue
+        listing = bool(_PATH_LIST.search(line))
+    b.omit(merging, "Auto-merging lines", inline=False)
+
+
 _TRANSFER_NOISE = re.compile(
     r"^(?:remote: )?(?:Enumerating objects|Counting objects|Compressing objects|Writing objects|"
     r"Total \d+|Resolving deltas|Unpacking objects|Receiving objects|Delta compression|"
     r"Checking connectivity|Updating files|Filtering content)"
 )
 _REF = re.compile(r"^\s+(?:[+*!=-] )?\s*(\S+\.\.\.?\S+|\[new (?:branch|tag|ref)\]|\[deleted\]|\[up to date\]|\[rejected\]|branch|tag)\s+(\S+)\s+->\s+(\S+)")
-_STAT = re.compile(r"^ (\S.*?)\s+\|\s+(\d+(?: [+-]*)?|Bin .*)$")  # "| 0": an empty file, no bar
 _MODE = re.compile(r"^ (create|delete|rename|copy) mode (?:(\d+) )?(.+)$")
-
-
-def _stat_count(count: str) -> str:
-    """``12 +++--`` → ``12+-``: the bar is a scaled drawing of the count; which signs it has is
-    the information (``Bin 0 -> 12 bytes`` is kept as it is)."""
-    if count.startswith("Bin"):
-        return count
-    num, _, bar = count.partition(" ")
-    return num + "".join(c for c in "+-" if c in bar)
 
 
 def _transfer(b: Builder) -> None:
@@ -361,7 +240,7 @@ def _transfer(b: Builder) -> None:
             # a mode other than a plain file's (100755: executable, 120000: symlink) is stated
             mode = "" if m.group(2) in {None, "100644"} else f" mode {m.group(2)}"
             modes.setdefault(m.group(1), []).append((i, m.group(3), mode))
-        elif m := _STAT.match(line):
+        elif m := STAT.match(line):
             stats.append((i, m.group(1).strip()))
             counts.append(m.group(2).strip())
             b.must_keep(i, m.group(1).strip())
@@ -376,7 +255,7 @@ def _transfer(b: Builder) -> None:
     mark = {"create": "new", "delete": "deleted"}
     rest: dict[str, list[tuple[int, str]]] = {}
     said: list[int] = []
-    texts = [f"{path} {_stat_count(c)}" for (_, path), c in zip(stats, counts)]
+    texts = [f"{path} {stat_count(c)}" for (_, path), c in zip(stats, counts)]
     for kind, items in modes.items():
         for i, p, mode in items:
             b.must_keep(i, p)

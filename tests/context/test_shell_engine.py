@@ -585,7 +585,7 @@ def test_a_traceback_header_is_dropped_only_before_its_frames() -> None:
     assert "Traceback" not in c.text and c.text.count("w.py:3 in <module>") == 4
 
 
-def test_pytest_paths_relative_to_rootdir_still_go_through_the_generic_pass() -> None:
+def test_pytest_warning_locations_are_all_kept_relative_to_rootdir() -> None:
     head = ("============================= test session starts ==============================\n"
             "rootdir: /home/dev/proj\ncollected 3 items\n\ntests/test_m.py ...  [100%]\n\n"
             "=============================== warnings summary ===============================\n")
@@ -593,8 +593,10 @@ def test_pytest_paths_relative_to_rootdir_still_go_through_the_generic_pass() ->
                     f"    warnings.warn('old')\n\n" for i in range(300))
     out = head + warns + "============ 3 passed, 300 warnings in 0.05s ============\n"
     c = compress("pytest", out, "", 0)
-    assert "  src/m.py:0: DeprecationWarning: old api" in c.text and "/home/dev/proj/" not in c.text
-    assert "lines omitted (middle of output)" in c.text and c.sent_tokens < c.raw_tokens / 10
+    # each location is a fact of its own; the tests that warned and the line of code are announced
+    assert all(f"\n  src/m.py:{i}: DeprecationWarning: old api\n" in c.text for i in range(300))
+    assert "/home/dev/proj/" not in c.text and "middle of output" not in c.text
+    assert "300 warning source, 300 warning test ids" in c.text and c.sent_tokens < c.raw_tokens / 2
     # only a path that starts at the rootdir is rewritten, and "rootdir: /" rewrites none
     other = head + "  /mnt/home/dev/proj/src/m.py:1: DeprecationWarning: x\n============ 3 passed in 0.05s ============\n"
     assert "/mnt/home/dev/proj/src/m.py:1" in compress("pytest", other, "", 0).text

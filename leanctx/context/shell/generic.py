@@ -1,7 +1,8 @@
 """The generic pass: facts that must survive, and compression of whatever no pattern handled.
 
 Facts (:func:`detect_facts`): every error or warning line that names a location
-(``path.ext:N``, ``path.ext(N,M)``, ``File "...", line N``) is must-keep, whatever its
+(``path.ext:N``, ``path.ext(N,M)``, ``File "...", line N``) is must-keep (a Python exception
+or warning named after a location too: ``x.py:29: RuntimeWarning: ...``), whatever its
 neighbours (only a repeat of the same line with a later timestamp is not); of the other
 error/warning/summary lines, the first of each near-identical class is.
 
@@ -30,11 +31,13 @@ FACT_RE = re.compile(
     r"""(?ix)
       \b(?:error|fatal|panic(?:ked)?|exception|traceback|failed|failure|segmentation\ fault)\b
     | ^\s*(?:[\w.]+(?:Error|Exception|Warning)|AssertionError|KeyboardInterrupt)\b
+    | (?-i:\b[A-Z]\w*(?:Error|Exception)):\ # a Python exception after a location: "x.py:9: ValueError: bad"
     | \berror\[?[A-Z]*\d*\]?:
     | \b(?:cannot|could\ not|couldn't|unable\ to|not\ found|no\ such\ file|permission\ denied|refused)\b
     """
 )
-WARN_RE = re.compile(r"\b[Ww]arning:|^\s*[Ww]arn(?:ing)?\b|\[[Ww]arn(?:ing)?\]|\bWARN(?:ING)?\b")
+# "warning:", "WARN", and a Python warning's category ("x.py:29: RuntimeWarning: ...")
+WARN_RE = re.compile(r"\b[Ww]arning:|\b[A-Z]\w*Warning:|^\s*[Ww]arn(?:ing)?\b|\[[Ww]arn(?:ing)?\]|\bWARN(?:ING)?\b")
 SUMMARY_RE = re.compile(
     r"""(?ix)
       \b\d+\ (?:passed|failed|errors?|warnings?|problems?|tests?|skipped|failures?)\b

@@ -15,6 +15,7 @@ __all__ = [
     "CODE_FRAME_RE",
     "DIAG_HEADER_RE",
     "RULER_RE",
+    "TB_FILE_RE",
     "Ctx",
     "Pattern",
     "common_dir",
@@ -114,7 +115,7 @@ def compiler_diagnostics(b: Builder, idxs: Sequence[int] | None = None) -> None:
         b.omit(notes, "notes", inline=False)
 
 
-_TB_FILE = re.compile(r'^\s*File "([^"]+)", line (\d+)(?:, in (.+))?$')
+TB_FILE_RE = re.compile(r'^\s*File "([^"]+)", line (\d+)(?:, in (.+))?$')
 _TB_EXC = re.compile(r"^\s*(?:[\w.]+(?:Error|Exception|Exit|Interrupt|Warning)|AssertionError)\b.*")
 
 
@@ -124,19 +125,19 @@ def python_traceback(b: Builder, idxs: Sequence[int] | None = None) -> None:
     source: list[int] = []
     headers: list[int] = []
     in_tb = False
-    short = shared_dir(b, [i for i in rng if _TB_FILE.match(b.lines[i])])
+    short = shared_dir(b, [i for i in rng if TB_FILE_RE.match(b.lines[i])])
     for i in rng:
         line = b.lines[i]
         if line.rstrip() == "Traceback (most recent call last):":
             in_tb = True
             # fixed text, said again by the File/line frames that follow it (when they do: a
             # header followed by anything else, such as a doctest's "...", is kept)
-            if i + 1 < b.n and _TB_FILE.match(b.lines[i + 1]):
+            if i + 1 < b.n and TB_FILE_RE.match(b.lines[i + 1]):
                 headers.append(i)
             continue
         if not in_tb:
             continue
-        m = _TB_FILE.match(line)
+        m = TB_FILE_RE.match(line)
         if m:
             path, lineno, fn = m.groups()
             path = short(path)

@@ -7,32 +7,24 @@ from collections.abc import Callable, Sequence
 
 from leanctx.context.shell.builder import Builder
 from leanctx.context.shell.patterns.common import Ctx, drop_rulers, python_traceback
+from leanctx.context.shell.patterns.pytest_blocks import (
+    FailureBlocks,
+    WarningsSummary,
+    sep_title,
+)
 
 __all__ = ["pip", "pytest", "unittest"]
 
-_SECTION = re.compile(r"^={3,} (.+?) ={3,}$")
-_BLOCK = re.compile(r"^_{3,} (.+?) _{3,}$")
-_SUBSECTION = re.compile(r"^-{3,} (.+?) -{3,}$")
 _PROGRESS = re.compile(r"^\S+\.py [.FEsxXp]+\s*(?:\[\s*\d+%\])?$|^[.FEsxX]+\s*\[\s*\d+%\]$")
-_VERBOSE = re.compile(r"^(\S+::\S.*?) (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b")
-_LOCATION = re.compile(r"^[\w./\\-]+\.py:\d+: ?\w*$")
+_OUTCOME = r"(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)"
+# "nodeid OUTCOME", and pytest-xdist's "[gw1] [ 37%] OUTCOME nodeid"
+_VERBOSE = re.compile(rf"^(\S+::\S.*?) {_OUTCOME}\b|^\[gw\d+\] \[\s*\d+%\] {_OUTCOME} (\S+::\S.*?)\s*$")
+_STARTED = re.compile(r"^[^\s:]+\.py::\S+$")  # pytest-xdist -v: a test handed to a worker
 _SUMMARY = re.compile(r"\b\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|warnings?|deselected)\b.* in [0-9.]+s")
-_E_MAX = 12
 _ROOTDIR = re.compile(r"^rootdir: (/\S+)")
-# pytest explains an assertion with "+  where X = f(Y)" lines nested by two spaces per level;
-# the first level says what the compared values are, deeper ones how those were computed
-_NESTED_WHERE = re.compile(r"^\s*\+ {3,}(?:where|and)\b")
-
-
 _SHORT = re.compile(r"^(FAILED|ERROR) (\S+)(?: - .*)?$")
-# pytest's notes on what it left out of a diff (with a count, mostly): omitted and announced
-_E_HINT = re.compile(
-    r"^E\s+(?:Omitting \d+ identical items?, use -vv? to show"
-    r"|\.\.\.Full output truncated(?: \(\d+ lines? hidden\))?, use '-vv?' to show)\s*$"
-)
-# the same words in every run (no count in them): pytest's fixed advice
-_E_FIXED_HINT = re.compile(r"^E\s+Use -vv? to get (?:more|the full) diff\s*$")
-_BLOCK_PREFIX = re.compile(r"^(?:ERROR at (?:setup|teardown|call) of |ERROR collecting )")
+# what stands for "collected N items": pytest-xdist's "4 workers [48 items]"
+_COLLECTED = re.compile(r"^collect|^\d+ workers? \[\d+ items?\]$")
 
 
 def _test_name(nodeid: str) -> str:
@@ -47,30 +39,22 @@ def pytest(b: Builder, ctx: Ctx) -> None:
     passed: list[int] = []
     skipped: list[int] = []
     progress: list[int] = []
-    source: list[int] = []
-    e_extra: list[int] = []
-    hints: list[int] = []
-    fixed: list[int] = []  # pytest's fixed advice ("Use -v to get more diff", the docs link)
-    e_count = 0
+    fixed: list[int] = []  # pytest's fixed advice (the docs link)
     verbose_fail: list[tuple[int, str]] = []
     short: list[tuple[int, str]] = []
     short_heading: int | None = None
-    blocks: set[str] = set()  # tests with a failure/error block (traceback, E lines, location)
-    captured = False  # inside a "Captured stdout call" (etc.) part of a failure block
-    nested: list[int] = []  # "+ where" explanations below the first level
+    short_other = False  # the short summary lists more than failures (XFAIL, SKIPPED...)
     collected: int | None = None
     finished = False  # the final "N failed, M passed in Xs" line was seen
-    e_base = 0  # indentation after "E" of the block's first E line
-    relative = _relative_to_rootdir(b.lines[:12])
-
-    def put(i: int, text: str) -> None:
-        b.rewrite(i, relative(text))
+    relative = _relative_to_rootdir(b.lines)
+    blocks = FailureBlocks(b, relative)
+    warnings = WarningsSummary(b, relative)
 
     for i, line in enumerate(b.lines):
         s = line.strip()
-        m = _SECTION.match(line)
-        if m:
-            title = m.group(1)
+        title = sep_title(line, "=")
+        if title is not None:
+            blocks.end_section()
             if _SUMMARY.search(title) or re.search(r"\bno tests ran\b|Interrupted", title):
                 b.must_keep(i, title)
                 b.keep(i, title)
@@ -90,7 +74,7 @@ def pytest(b: Builder, ctx: Ctx) -> None:
             b.blank(i)
             continue
         if section == "header":
-            if s.startswith("collect"):
+            if _COLLECTED.match(s):
                 collected = i
                 section = "run"
             else:
@@ -99,74 +83,40 @@ def pytest(b: Builder, ctx: Ctx) -> None:
         if section == "run":
             v = _VERBOSE.match(line)
             if v:
-                outcome = v.group(2)
+                outcome, nodeid = (v.group(2), v.group(1)) if v.group(1) else (v.group(3), v.group(4))
                 if outcome == "PASSED":
                     passed.append(i)
                 elif outcome in {"SKIPPED", "XFAIL"}:
                     skipped.append(i)
                 else:
-                    verbose_fail.append((i, v.group(1)))
-            elif _PROGRESS.match(s):
+                    verbose_fail.append((i, nodeid))
+            elif _PROGRESS.match(s) or _STARTED.match(line):
                 progress.append(i)
             continue
         if section in {"failures", "errors"}:
-            bm = _BLOCK.match(line)
-            if bm:
-                b.must_keep(i, bm.group(1))
-                b.keep(i, f"__ {bm.group(1)} __")
-                blocks.add(_BLOCK_PREFIX.sub("", bm.group(1)))
-                e_count = 0
-                captured = False
-            elif RULER(line):
-                b.blank(i)
-            elif line.startswith(">"):  # the failing source line: its indentation says nothing
-                put(i, "> " + line[1:].strip())
-            elif _E_FIXED_HINT.match(line):
-                fixed.append(i)
-            elif _E_HINT.match(line):
-                hints.append(i)
-            elif line.startswith("E ") or line == "E":
-                body = line[1:]
-                indent = len(body) - len(body.lstrip(" "))
-                if not body.strip():
-                    b.blank(i)
-                elif _NESTED_WHERE.match(body):  # how a sub-expression of a sub-expression was computed
-                    nested.append(i)
-                elif e_count < _E_MAX:
-                    if e_count == 0:
-                        e_base = indent
-                        b.must_keep(i, body.strip())
-                    put(i, "E " + body[min(indent, e_base):])  # source indentation dropped, nesting kept
-                    e_count += 1
-                else:
-                    e_extra.append(i)
-            elif _LOCATION.match(s):
-                b.must_keep(i, relative(s.rstrip(": ")))
-                put(i, s)
-            elif sm := _SUBSECTION.match(line):
-                b.keep(i, f"-- {sm.group(1)} --")
-                captured = sm.group(1).startswith("Captured")
-            elif captured:  # captured stdout/stderr/log of the test: output, left to the generic pass
-                continue
-            else:  # source lines of the traceback: code, even when a word in it looks like an error
-                b.release(i)
-                source.append(i)
+            blocks.line(i, line)
+            continue
+        if re.match(r"^-- Docs: https://docs\.pytest\.org/\S+$", s):
+            fixed.append(i)
+            continue
+        if section == "warnings summary":
+            warnings.line(i, line)
             continue
         if "short test summary" in section:
             sm = _SHORT.match(line)
             if sm:
                 short.append((i, sm.group(2)))
+            elif line.startswith("PASSED "):  # -rA: counted by the final summary
+                passed.append(i)
             else:
                 b.must_keep(i)
                 b.keep(i)
+                short_other = short_other or bool(re.match(r"^(?:XFAIL|XPASS|SKIPPED)\b", line))
             continue
-        if re.match(r"^-- Docs: https://docs\.pytest\.org/\S+$", s):
-            fixed.append(i)
-            continue
-        # warnings summary and anything else: leave to the generic pass
+        # anything else: leave to the generic pass
     # a failing test named in the short summary or in a -v line, whose block is shown above,
     # is stated twice: keep the block (traceback, E lines, location), drop the repeats
-    repeated_short = [i for i, nodeid in short if _test_name(nodeid) in blocks]
+    repeated_short = [i for i, nodeid in short if _test_name(nodeid) in blocks.blocks]
     for i, nodeid in short:
         if i in repeated_short:
             b.release(i)
@@ -174,7 +124,7 @@ def pytest(b: Builder, ctx: Ctx) -> None:
             b.must_keep(i)
             b.keep(i)
     listed = {_test_name(n) for _, n in short}
-    repeated_v = [i for i, nodeid in verbose_fail if _test_name(nodeid) in blocks | listed]
+    repeated_v = [i for i, nodeid in verbose_fail if _test_name(nodeid) in blocks.blocks | listed]
     for i, nodeid in verbose_fail:
         if i in repeated_v:
             b.release(i)
@@ -182,9 +132,10 @@ def pytest(b: Builder, ctx: Ctx) -> None:
             b.must_keep(i, nodeid)
             b.keep(i)
     if short_heading is not None:
-        if len(repeated_short) < len(short) or any(b.is_pending(i) for i in range(short_heading + 1, b.n)
-                                                    if not _SHORT.match(b.lines[i]) and b.lines[i].strip()
-                                                    and not _SECTION.match(b.lines[i])):
+        later = any(b.is_pending(i) and b.lines[i].strip() and not _SHORT.match(b.lines[i])
+                    and not b.lines[i].startswith("PASSED ") and sep_title(b.lines[i], "=") is None
+                    for i in range(short_heading + 1, b.n))  # lines the generic pass may show
+        if len(repeated_short) < len(short) or short_other or later:
             b.keep(short_heading, f"== {b.lines[short_heading].strip('= ')} ==")
         else:
             repeated_short.append(short_heading)
@@ -197,33 +148,46 @@ def pytest(b: Builder, ctx: Ctx) -> None:
     for i in b.pending():  # what the generic pass keeps (warnings summary...): paths relative to rootdir
         if (text := relative(b.lines[i])) != b.lines[i]:
             b.restate(i, text)
-    b.omit(nested, "nested where lines", inline=False)
     b.omit(header, "header", inline=False)
     b.omit(progress, "progress", inline=False)
     b.omit(passed, "passed", inline=False)
     b.omit(skipped, "skipped/xfail", inline=False)
     b.omit(repeated_v, "repeated -v lines", inline=False)
     b.omit(repeated_short, "repeated summary lines", inline=False)
-    b.omit(source, "traceback source", inline=False)
-    b.omit(e_extra, "assertion detail", inline=False)
-    b.omit(hints, "-vv hints", inline=False)
+    blocks.finish()
+    warnings.finish()
     b.boilerplate(fixed)
     drop_rulers(b)
 
 
-def _relative_to_rootdir(header: Sequence[str]) -> Callable[[str], str]:
-    """The function writing the absolute paths under pytest's ``rootdir:`` relative to it, as
-    pytest writes its own locations (identity without a rootdir, or with ``rootdir: /``)."""
-    m = next((m for ln in header if (m := _ROOTDIR.match(ln))), None)
-    root = m.group(1).rstrip("/") + "/" if m else ""
+def _relative_to_rootdir(lines: Sequence[str]) -> Callable[[str], str]:
+    """The function writing the absolute paths under pytest's rootdir relative to it, as pytest
+    writes its own locations (identity without a rootdir, or with ``rootdir: /``). The rootdir
+    is the header's ``rootdir:``; ``-q`` does not print it, but test ids are relative to it: an
+    absolute path ending with a test id's file names it."""
+    m = next((m for ln in lines[:12] if (m := _ROOTDIR.match(ln))), None)
+    root = m.group(1).rstrip("/") + "/" if m else _infer_rootdir(lines)
     if len(root) < 2:
         return lambda text: text
     at_root = re.compile(r"(?<![\w.~/-])" + re.escape(root))  # a path that starts there
     return lambda text: at_root.sub("", text) if root in text else text
 
 
-def RULER(line: str) -> bool:  # noqa: N802 - tiny predicate
-    return bool(re.match(r"^(?:_ ){5,}_?\s*$", line))
+_NODEID_FILE = re.compile(r"^(?:(?:FAILED|ERROR|PASSED) )?([\w.-][\w./-]*\.py)::")
+_ABS_PY = re.compile(r"(?<![\w.~/-])/[\w.@+/-]+\.py\b")
+
+
+def _infer_rootdir(lines: Sequence[str]) -> str:
+    files = {m.group(1) for ln in lines if (m := _NODEID_FILE.match(ln))}
+    if not files:
+        return ""
+    for ln in lines:
+        if "/" in ln and ".py" in ln:
+            for p in _ABS_PY.findall(ln):
+                for f in files:
+                    if p.endswith("/" + f):
+                        return p[: len(p) - len(f)]
+    return ""
 
 
 _UT_RESULT = re.compile(r"^(.+?) \.\.\. (ok|FAIL|ERROR|skipped.*|expected failure|unexpected success)$")

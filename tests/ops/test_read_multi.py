@@ -196,7 +196,9 @@ def test_auto_uses_the_sessions_task_through_the_cli(tmp_path: Path, project: Pa
     over = read("--intent", "give me an overview")  # the per-call intent wins
     assert over["mode"] == "map" and over["reason"] == "intent 'give me an overview' matches 'map' (1199 lines)"
     assert "session" not in str(over["text"]).split("\n", 1)[0]
-    assert read("--task", "the y variable")["mode"] == "task"  # a per-call task is an intent of its own
+    assert read("--task", "the func helpers")["mode"] == "task"  # a per-call task is an intent of its own
+    blind = read("--task", "the y variable")  # it names no line of the file: a task view would show nothing
+    assert blind["mode"] == "map" and str(blind["reason"]).endswith("; intent 'the y variable' matches no line of the file")
     # a named session: its own task, not the default session's
     assert read(session="conv-b")["mode"] == "map"
     assert _cli(project, db, "session", "task", "explore the api types", session="conv-b").returncode == 0

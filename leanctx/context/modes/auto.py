@@ -6,6 +6,13 @@ the read operation (``leanctx.ops.read``) passes the task of the caller's sessio
 The reason always names the intent when one was given, even when it matched no mode, and it
 starts with the intent's label exactly when the intent decided the mode.
 
+A small file (at most ``SMALL_LINES`` lines and ``SMALL_CHARS`` characters) is sent whole
+whatever the intent: an outline of it (``map``, ``signatures``) would leave out the bodies where
+the bug is, to save a few hundred tokens. The one exception is ``diff``, whose base is a version
+this conversation already received. An intent that picks ``task`` (an edit of a large file, or
+an intent that names no mode) must share a term with some line of the file (``mentions``);
+otherwise the task view would show nothing, and the mode is chosen as if no intent was given.
+
 Minified or generated code (lines averaging over ``DENSE_LINE_CHARS`` characters) has no
 outline worth sending: ``full`` (capped by the read like any answer, the rest archived). And
 when the structural view ``auto`` picked comes out empty (no declarations found: a script of
@@ -19,6 +26,7 @@ import re
 
 from leanctx.context.langs import CODE_LANGUAGES, DATA_LANGUAGES
 from leanctx.context.modes.rendered import plural, source_lines
+from leanctx.context.modes.task import mentions
 from leanctx.context.symbols import uses_tree_sitter
 
 __all__ = ["SESSION_TASK", "SMALL_LINES", "choose_mode", "intent_label"]
@@ -47,20 +55,30 @@ def choose_mode(path: str, text: str, language: str, intent: str | None, has_old
     """(mode, reason). ``source`` says where ``intent`` came from (see ``intent_label``)."""
     n = len(source_lines(text))
     size = plural(n, "line")
+    small = n <= SMALL_LINES and len(text) <= SMALL_CHARS
     said = ""
     if intent:
         label = intent_label(intent, source)
         for rx, mode in _INTENTS:
-            if rx.search(intent):
-                if mode == "diff" and not has_old:
-                    continue
-                if mode == "full" and n > LARGE_LINES:
+            if not rx.search(intent) or (mode == "diff" and not has_old):
+                continue
+            if mode in ("map", "signatures") and small:  # an outline of a small file loses its bodies
+                said = f"; {label} matches {mode!r}, but a small file is sent whole"
+            elif mode == "full" and n > LARGE_LINES:
+                if mentions(intent, text):
                     return "task", f"{label} asks to edit, but the file is large ({size}): relevant lines"
+                said = f"; {label} asks to edit, but matches no line of the file"
+            else:
                 return mode, f"{label} matches {mode!r} ({size})"
-        if n > SMALL_LINES:
-            return "task", f"{label} given and the file is not small ({size}): lines relevant to it"
-        said = f"; {label} names no mode"
-    if n <= SMALL_LINES and len(text) <= SMALL_CHARS:
+            break
+        else:
+            if n <= SMALL_LINES:
+                said = f"; {label} names no mode"
+            elif mentions(intent, text):
+                return "task", f"{label} given and the file is not small ({size}): lines relevant to it"
+            else:
+                said = f"; {label} matches no line of the file"
+    if small:
         return "full", f"small file ({size}){said}"
     width = len(text) // max(n, 1)
     if width > DENSE_LINE_CHARS and language not in DATA_LANGUAGES:

@@ -65,12 +65,20 @@ def _check_counts(r, src: str) -> None:  # type: ignore[no-untyped-def]
 # --- finding 6: auto and small files ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("intent", ["fix the type error in parse", "api", "layout", "show the public api",
+@pytest.mark.parametrize("intent", ["api", "layout", "show the public api",
                                     "give me an overview", "explore the structure", "port it"])
 def test_auto_sends_a_small_file_whole_whatever_the_intent(intent: str) -> None:
     r = read("small.py", SMALL, "auto", intent=intent)
     assert r.mode == "full" and r.text == SMALL, r.reason
     assert r.reason and r.reason.startswith("small file (6 lines)") and repr(intent) in r.reason
+
+
+@pytest.mark.parametrize("intent", ["fix the type error in parse", "debug the crash", "the api is broken"])
+def test_auto_a_fix_needs_the_bodies_whatever_else_the_intent_names(intent: str) -> None:
+    src = "".join(f"def parse_{i}(s: str) -> int:\n    n = int(s) + {i}\n    return n\n\n" for i in range(75))
+    r = read("parse.py", src, "auto", intent=intent + " of parse_7")  # 300 lines: not small, not large
+    assert r.mode == "task" and "    n = int(s) + 7" in r.text, r.reason
+    assert read("small.py", SMALL, "auto", intent=intent).text == SMALL
 
 
 def test_auto_small_file_reason_says_the_intent_was_overruled() -> None:

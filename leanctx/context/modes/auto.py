@@ -45,6 +45,11 @@ _INTENTS: list[tuple[re.Pattern[str], str]] = [
 ]
 
 
+# a fix needs bodies: such an intent never asks for an outline ("fix the type error" is no request
+# for types); it gets the lines relevant to it, like an intent that names no mode
+_FIXING = re.compile(r"\b(fix(es|ing)?|bugs?|debug(ging)?|broken|crash(es|ing)?|fails?|failing)\b", re.IGNORECASE)
+
+
 def intent_label(intent: str, source: str = "intent") -> str:
     """How a reason names an intent: ``intent 'x'``, or ``the session's task 'x'``."""
     return f"{source} {intent!r}"
@@ -59,8 +64,9 @@ def choose_mode(path: str, text: str, language: str, intent: str | None, has_old
     said = ""
     if intent:
         label = intent_label(intent, source)
+        fixing = _FIXING.search(intent) is not None
         for rx, mode in _INTENTS:
-            if not rx.search(intent) or (mode == "diff" and not has_old):
+            if not rx.search(intent) or (mode == "diff" and not has_old) or (fixing and mode in ("map", "signatures")):
                 continue
             if mode in ("map", "signatures") and small:  # an outline of a small file loses its bodies
                 said = f"; {label} matches {mode!r}, but a small file is sent whole"

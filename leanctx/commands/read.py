@@ -23,7 +23,21 @@ file outside the write transaction; this handler runs inside it and decides, exa
 - **the cap.** Answers are capped together at ``cap_tokens`` (default 20,000, well under the
   25,000 clients accept): past it the rest of a view is left out, the whole view is in an
   archive (written by the operation beforehand, redacted), and the answer says how many lines
-  were sent and where the rest is. ``archive.created`` is emitted the first time the log hears
+  were sent and where the rest is. The files are answered in order, each within what is left
+  once everything later is kept back: every later file's *not-sent line*, and with several
+  files the final note and one token per separator between answers (the CLI and the tool join
+  the answers with a blank line), and the budget warning's line when this read can reach it.
+  So the text sent, joined, stays within the cap. With several files, a file whose answer does
+  not fit what is left, or would send none of its view, gets one line instead
+  (``F7=src/b.py [aggressive · 147 lines · 877 tokens not sent]``), recorded as a capped answer
+  that sent nothing (its view archived, the answer's ``archive_id``; a later read is never a
+  stub of it), and the last
+  of them is followed by one note: how many were not sent and how to get them (another call,
+  or a larger cap: ``CAP_HINTS`` per surface). Every file is sent, stubbed or named as not sent.
+  A read of so many files that naming them all does not fit under the cap is refused
+  (``READ_CAP_TOO_SMALL``). A single file keeps its capped answer, even one that sends none of
+  its view: it names the archive and the ``expand`` call that pages through it.
+  ``archive.created`` is emitted the first time the log hears
   of that archive (``leanctx.commands.archives.record_archive``, as shell, search and tree do):
   archives are content-addressed, so a later capped read of the same view, by any agent or
   session, names the same archive and emits nothing more (nor does a second answer of the same
@@ -66,7 +80,18 @@ from ..projections.deliveries import (
 from .archives import check_archive, record_archive
 from .budgets import consume, enforce_budget
 from .bus import Command, CommandContext, handles
-from .read_compose import compose, count_tokens, cut_lines, redact_keeping_lines
+from .read_compose import (
+    CAP_HINTS,
+    cap_note,
+    cap_note_reserve,
+    compose,
+    count_tokens,
+    cut_lines,
+    not_sent,
+    not_sent_line,
+    redact_keeping_lines,
+    warning_reserve,
+)
 from .read_rules import DIFF_BASE_MODES, holds_whole, is_bounce
 from .scent import claim_note, emit_deposit
 
@@ -75,7 +100,6 @@ __all__ = [
     "MAX_CAP_TOKENS",
     "MAX_PATHS",
     "MIN_CAP_TOKENS",
-    "NOTICE_RESERVE",
     "REREAD_HINTS",
     "ArchiveInfo",
     "ReadAnswer",
@@ -94,7 +118,6 @@ DEFAULT_CAP_TOKENS = 20_000
 MAX_CAP_TOKENS = 24_000  # clients reject tool results past 25,000 tokens; notices need a margin
 MIN_CAP_TOKENS = 200
 MAX_PATHS = 32
-NOTICE_RESERVE = 100  # tokens kept back per later path, so its notice still fits under the cap
 REREAD_HINTS = {"tool": "fresh=true", "cli": "--fresh"}  # per surface: how its caller asks for a re-read
 _STUB_MODES = frozenset({"full", "map", "signatures", "aggressive", "entropy"})
 _LINES_KEY = re.compile(r"^lines:\d+-\d+(?:,\d+-\d+)*$|^task:[0-9a-f]{12}$")  # keys that name their rendering
@@ -200,6 +223,18 @@ class _Answer(msgspec.Struct):
     warning: str | None = None
     deferred: int | None = None  # a capped answer: tokens of the view left in the archive
     sent_lines: int | None = None  # a capped answer: leading lines of the view sent whole
+    unsent: bool = False  # the one line of a file not sent
+
+
+class _Plan(msgspec.Struct, frozen=True):
+    """What one file's answer would be before the cap: its ref, header name, view, stub or not."""
+
+    f: ReadFile
+    ref: str | None
+    head: str
+    view: ReadView
+    stub: bool
+    scent: str | None
 
 
 def _diff_refused(ctx: CommandContext, path: str, base: str) -> str | None:
@@ -230,10 +265,8 @@ def record(ctx: CommandContext, cmd: RecordRead) -> list[ReadAnswer]:
     given: dict[str, str] = {}
     if len(cmd.files) > MAX_PATHS:
         raise InvalidInput("READ_TOO_MANY_PATHS", f"read at most {MAX_PATHS} files per call, not {len(cmd.files)}")
-    remaining = cmd.cap_tokens
-    done: list[_Answer] = []
-    for i, f in enumerate(cmd.files):
-        allowed = max(0, remaining - NOTICE_RESERVE * (len(cmd.files) - i - 1))
+    plans: list[_Plan] = []
+    for f in cmd.files:  # refs, the view each file would send, stubs: decided before any cap
         ref = given.get(f.path) or ref_for(conn, session, f.path, project=project)
         if ref is None and session:
             ref = f"F{next_ref}"
@@ -257,18 +290,55 @@ def record(ctx: CommandContext, cmd: RecordRead) -> list[ReadAnswer]:
             last = last_delivery(conn, agent, session, f.path, view.mode, project=project)
             stub = (last is not None and last.content_hash == f.content_hash
                     and holds_whole(conn, agent, session, f.path, f.content_hash, (view.mode,), project=project))
-        scent = claim_note(ctx, f.path)
-        if stub:
+        plans.append(_Plan(f, ref, head, view, stub, claim_note(ctx, f.path)))
+
+    # the cap: each answer gets what is left once every later file's not-sent line, the final
+    # note, the separators between answers and a budget warning are kept back (see the module doc)
+    many = len(plans) > 1
+    unsent_tokens = [count_tokens(not_sent_line(p.head, p.view.label, p.f.lines, p.view.tokens), cmd.encoding)
+                     for p in plans] if many else [0]
+    kept = warning_reserve(agent, budget.limit, budget.used, cmd.cap_tokens, cmd.encoding)
+    if many:
+        kept += cap_note_reserve(len(plans), cmd.cap_tokens, cmd.surface, cmd.encoding) + len(plans) - 1
+        if sum(unsent_tokens) + kept > cmd.cap_tokens:
+            raise InvalidInput("READ_CAP_TOO_SMALL",
+                               f"naming each of the {len(plans)} files of this read takes"
+                               f" {sum(unsent_tokens) + kept:,} tokens, over the {cmd.cap_tokens:,}-token cap:"
+                               f" read fewer files per call, or raise the cap ({CAP_HINTS[cmd.surface]})")
+    later = sum(unsent_tokens)
+    remaining = cmd.cap_tokens
+    done: list[_Answer] = []
+    for p, own in zip(plans, unsent_tokens, strict=True):
+        later -= own
+        allowed = max(0, remaining - later - kept)
+        f, view, head, ref, scent = p.f, p.view, p.head, p.ref, p.scent
+        a: _Answer | None = None
+        if p.stub:
             text = stub_text(head, f.lines, view.mode, cmd.surface) + (f"\n{scent}" if scent else "")
             n = count_tokens(text, cmd.encoding)
-            done.append(_Answer(f, view, text, n, ref, True, False, None, scent))
+            if n <= allowed or not many:
+                a = _Answer(f, view, text, n, ref, True, False, None, scent)
         else:
             c = compose(cmd, f, view, head, scent, allowed, archives)
+            # with several files, an answer past what is left, or one that sends none of its view,
+            # gives way to the one line saying it was not sent (its whole view still archived)
+            if many and (c.tokens > allowed or (c.capped and c.deferred == view.tokens)):
+                c = not_sent(cmd, f, view, head, archives)
             if c.archive is not None:  # the operation's archive, recorded as given: it must be one
                 check_archive(c.archive, "READ_INVALID_RECORD")
-            done.append(_Answer(f, view, c.text, c.tokens, ref, False, c.capped, c.archive, scent, deferred=c.deferred,
-                                sent_lines=c.sent_lines))
-        remaining = max(0, remaining - done[-1].tokens)
+            a = _Answer(f, view, c.text, c.tokens, ref, False, c.capped, c.archive, None if c.unsent else scent,
+                        deferred=c.deferred, sent_lines=c.sent_lines, unsent=c.unsent)
+        if a is None:  # a stub past what is left
+            c = not_sent(cmd, f, view, head, archives)
+            a = _Answer(f, view, c.text, c.tokens, ref, False, True, c.archive, None, deferred=c.deferred,
+                        sent_lines=0, unsent=True)
+        done.append(a)
+        remaining = max(0, remaining - a.tokens)
+    unsent = [a for a in done if a.unsent]
+    if unsent:  # how to get them, said once, after the last of them
+        final = unsent[-1]
+        final.text += "\n" + cap_note(len(unsent), len(done), cmd.cap_tokens, cmd.surface)
+        final.tokens = count_tokens(final.text, cmd.encoding)
 
     total = sum(a.tokens for a in done)
     if agent and budget.limit:

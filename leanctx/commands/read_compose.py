@@ -1,6 +1,8 @@
 """The text of one ``read.record`` answer (see ``leanctx.commands.read``): its header with the
 exact token count of the whole answer, the view's body, and — past the answer cap — the head
-of the view that fits, with the notice that names the archive holding the rest.
+of the view that fits, with the notice that names the archive holding the rest; the one line
+of a file a read of several files did not send, the note said once after the last of them, and
+the tokens the handler keeps back for them and for a budget warning.
 
 Pure text and counts: nothing here reads the log or emits; the handler decides stubs, diffs,
 refs and scent, and records what this module composed.
@@ -15,14 +17,17 @@ import msgspec
 
 from ..archive import ArchiveInfo, ArchiveStore
 from ..errors import InvalidInput
+from ..projections.budgets import make_state
 from .read_rules import secrets_sent
 
 if TYPE_CHECKING:
     from .read import ReadFile, ReadView, RecordRead
 
-__all__ = ["Composed", "compose", "count_tokens", "cut_lines", "redact_keeping_lines", "with_count"]
+__all__ = ["CAP_HINTS", "Composed", "cap_note", "cap_note_reserve", "compose", "count_tokens", "cut_lines",
+           "not_sent", "not_sent_line", "redact_keeping_lines", "warning_reserve", "with_count"]
 
 DEFAULT_ENCODING = "o200k_base"  # = leanctx.context.tokens.DEFAULT_ENCODING (not imported: the CLI starts light)
+CAP_HINTS = {"tool": "max_tokens", "cli": "--max-tokens"}  # per surface: how its caller raises the answer cap
 
 
 class Composed(msgspec.Struct, frozen=True):
@@ -36,6 +41,7 @@ class Composed(msgspec.Struct, frozen=True):
     archive: ArchiveInfo | None = None
     deferred: int | None = None
     sent_lines: int | None = None  # capped: how many leading lines of the view were sent whole
+    unsent: bool = False  # the one line of a file not sent (several files past the cap)
 
 
 def redact_keeping_lines(text: str) -> tuple[str, int]:
@@ -111,6 +117,59 @@ def _cap_notice(cap: int, aid: str, k: int, chars: int, line_len: int, total: in
             f" ({rest}) is archived as {aid} · lean-ctx expand {aid} --lines 1-{total}]")
 
 
+def _plural(n: int, word: str) -> str:
+    """``1 line``, ``1200 lines`` (no thousands separator, like the headers' line counts)."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def not_sent_line(head: str, label: str, lines: int, view_tokens: int) -> str:
+    """The answer of a file a read of several files did not send (past its cap): its name, its
+    view and what sending it would have cost."""
+    return f"{head} [{label} · {_plural(lines, 'line')} · {view_tokens:,} tokens not sent]"
+
+
+def cap_note(unsent: int, files: int, cap: int, surface: str) -> str:
+    """Said once, after the last file not sent: why, and how to get them."""
+    return (f"[{unsent} of {_plural(files, 'file')} not sent: past the {cap:,}-token cap · read them in another"
+            f" call, or raise the cap ({CAP_HINTS[surface]})]")
+
+
+def cap_note_reserve(files: int, cap: int, surface: str, encoding: str) -> int:
+    """The tokens kept back for ``cap_note`` (and its newline) in a read of ``files`` files."""
+    return count_tokens("\n" + cap_note(files, files, cap, surface), encoding) + 2  # + a merge at either end
+
+
+def warning_reserve(agent: str | None, limit: int, used: int, cap: int, encoding: str) -> int:
+    """The tokens kept back for the budget warning line added to the last answer, when this
+    read can bring the agent to it (the longest line it could get: the exceeded one)."""
+    worst = used + cap
+    if not agent or not limit or worst * 5 < limit * 4:
+        return 0
+    lines = [make_state(agent, limit, u).warning_line for u in {max(worst, limit), min(worst, limit - 1)}]
+    return max(count_tokens(f"\n[{ln}]", encoding) for ln in lines if ln) + 2
+
+
+def _archive_of(cmd: RecordRead, view: ReadView, archives: ArchiveStore | None) -> ArchiveInfo:
+    """The archive of a view the answer leaves out, in whole or in part: the operation's, else
+    written now (it foresees every view that may be cut, so this is a safety net)."""
+    if view.archive is not None:
+        return view.archive
+    if archives is None:
+        raise InvalidInput("READ_CAP_NO_ARCHIVE", "the answer is past the cap and no archive is configured")
+    body = view.body.removesuffix("\n")
+    aid, digest, _ = archives.put(redact_keeping_lines(view.body)[0] if cmd.raw else view.body)
+    return ArchiveInfo(aid, digest, len(view.body.encode("utf-8", "surrogatepass")),
+                       len(body.split("\n")) if body else 0, view.tokens, source="read")
+
+
+def not_sent(cmd: RecordRead, f: ReadFile, view: ReadView, head: str, archives: ArchiveStore | None) -> Composed:
+    """The one-line answer of a file not sent: recorded as a capped answer that sent none of its
+    view (the whole view archived, so a later read is never a stub of it)."""
+    text = not_sent_line(head, view.label, f.lines, view.tokens)
+    return Composed(text, count_tokens(text, cmd.encoding), True, _archive_of(cmd, view, archives), view.tokens, 0,
+                    unsent=True)
+
+
 def compose(cmd: RecordRead, f: ReadFile, view: ReadView, head: str, scent: str | None,
             remaining: int, archives: ArchiveStore | None) -> Composed:
     """The answer for one file, within ``remaining`` tokens (capped past them)."""
@@ -132,13 +191,7 @@ def compose(cmd: RecordRead, f: ReadFile, view: ReadView, head: str, scent: str 
     if n <= remaining:
         return Composed(text, n)
     # past the cap: send the head of the view, the whole view is in the archive
-    info = view.archive
-    if info is None:  # the operation did not foresee it (cannot happen with its conservative pass)
-        if archives is None:
-            raise InvalidInput("READ_CAP_NO_ARCHIVE", "the answer is past the cap and no archive is configured")
-        aid, digest, _ = archives.put(redact_keeping_lines(view.body)[0] if cmd.raw else view.body)
-        info = ArchiveInfo(aid, digest, len(view.body.encode("utf-8", "surrogatepass")),
-                           len(body.split("\n")) if body else 0, view.tokens, source="read")
+    info = _archive_of(cmd, view, archives)
     body_lines = body.split("\n") if body else []
     cum = view.cum
     if cum is None or len(cum) != len(body_lines):

@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -67,6 +66,7 @@ from ..context.errors import ContextError
 from ..context.modes import parse_ranges
 from ..context.modes import read as render
 from ..context.modes.auto import SESSION_TASK, intent_label
+from ..context.modes.rendered import parse_footer
 from ..context.tokens import DEFAULT_ENCODING, count_tokens
 from ..errors import InvalidInput, LeanCtxError
 from ..paths import PathRefused, workspace_root
@@ -167,24 +167,34 @@ def _view(cache: ViewCache | None, sha: str, path: str, text: str, mode: str, en
     return v
 
 
-_FOOTER = re.compile(r"^\[[^\]\n]*? · \d+ lines(?: · (?P<note>.*))?\]$")
-
-
 def _read_view(v: View, key: str, label: str, encoding: str, *, diff_base: str | None = None,
-               notes: list[str] | None = None, more: Sequence[str] = (), reason: str | None = None) -> ReadView:
-    """A sendable view. The mode's footer line (``[signatures · 120 lines · ...]``) moves into
-    the answer's header, which states the mode and line count anyway; ``more`` is added to it
-    (how the file was decoded, where auto's intent came from)."""
+               notes: list[str] | None = None, more: Sequence[str] = (), reason: str | None = None,
+               note: str | None = None) -> ReadView:
+    """A sendable view. The mode's footer line (``[signatures · 120 lines · ...]``, always the
+    last line of a non-full rendering, read back by ``parse_footer`` whatever the line count)
+    moves into the answer's header, which states the mode and line count anyway; ``note``, when
+    given, replaces the footer's; ``more`` is added to it (how the file was decoded, where auto's
+    intent came from)."""
     body, tokens, detail = v.text, v.tokens, None
     if v.mode != "full":
         head, _, last = body.rpartition("\n")
-        m = _FOOTER.match(last)
-        if m:
-            body, detail = head, m.group("note")
+        parsed = parse_footer(last)
+        if parsed is not None:
+            body, detail = head, parsed[2]
             tokens = count_tokens(body, encoding)
-    detail = " · ".join(x for x in (detail, *more) if x) or None
+    detail = " · ".join(x for x in (note or detail, *more) if x) or None
     return ReadView(mode=key, label=label, body=body, tokens=tokens, diff_base=diff_base, notes=notes or [],
                     reason=reason or v.reason, detail=detail)
+
+
+_UNSEEN = ("bytes changed that the text sent does not show (CR-only line ends read as LF, bytes that are"
+           " not UTF-8, or a redacted secret)")
+
+
+def _unseen(old: str | None, new: str) -> str | None:
+    """The diff's note when the content hash changed but not the text a diff compares (decoded
+    and redacted): never "no changes" for bytes that differ."""
+    return _UNSEEN if old is not None and old == new else None
 
 
 def _prepare(cache: ViewCache, f: Loaded, *, mode: str, task: str | None, intent: str | None, raw: bool,
@@ -236,7 +246,7 @@ def _prepare(cache: ViewCache, f: Loaded, *, mode: str, task: str | None, intent
             rv = mk(full, "full", "full", notes=[gone])
             return _file(f, blob, requested, rv), full, None
         v = redacted_of("diff", old_hash=latest_hash, old=old_text)
-        rv = mk(v, "diff", f"diff vs {latest_hash[:8]}", diff_base=latest_hash)
+        rv = mk(v, "diff", f"diff vs {latest_hash[:8]}", diff_base=latest_hash, note=_unseen(old_text, blob.text))
         return _file(f, blob, requested, rv, alt), v, alt_red
     if name == "auto":
         v = view_of("auto", task=task, intent=intent, old_hash=latest_hash if old_text is not None else None,
@@ -255,7 +265,7 @@ def _prepare(cache: ViewCache, f: Loaded, *, mode: str, task: str | None, intent
             full = view_of("full")
             alt = mk(full, "full", label.replace("diff", "full"), **said)
             rv = mk(v, "diff", f"auto→diff vs {latest_hash[:8] if latest_hash else ''}", diff_base=latest_hash,
-                    **said)
+                    note=_unseen(old_text, blob.text), **said)
             return _file(f, blob, requested, rv, alt), red, full
         key = _key(v.mode, "", blob.lines, task=task, intent=intent)
         return _file(f, blob, requested, mk(v, key, label, **said)), red, None
@@ -366,7 +376,7 @@ def read_files(
     if not files:
         raise all_failed(failed)
     store = ArchiveStore.beside(lc.db)
-    files = foresee_cap(files, redacted, cap, encoding, store)
+    files = foresee_cap(files, redacted, cap, encoding, store, surface)
     cmd = RecordRead(files=files, fresh=fresh, raw=raw, cap_tokens=cap, encoding=encoding,
                      archive_root=str(store.root), surface=surface)
     res = lc.bus.dispatch(cmd, actor=actor, session_id=session_id, project=project, now=now)

@@ -12,8 +12,9 @@ import msgspec
 
 from ..archive import ArchiveStore
 from ..cache.views import View
-from ..commands.read import NOTICE_RESERVE, ArchiveInfo, ReadFile, ReadView
-from ..context.tokens import cumulative_tokens
+from ..commands.read import ArchiveInfo, ReadFile, ReadView
+from ..commands.read_compose import cap_note_reserve, not_sent_line
+from ..context.tokens import count_tokens, cumulative_tokens
 
 __all__ = ["cumulative", "foresee_cap"]
 
@@ -42,21 +43,36 @@ def _fit(view: ReadView, red_view: View | None, need: int, allowed: int, encodin
 
 
 def foresee_cap(files: list[ReadFile], redacted: list[tuple[View, View | None]], cap: int, encoding: str,
-                store: ArchiveStore) -> list[ReadFile]:
-    """Archive every view that might not fit, assuming every answer is content (stubs only
-    leave more room, so the handler never caps a view that was not archived here)."""
-    remaining = cap
+                store: ArchiveStore, surface: str = "tool") -> list[ReadFile]:
+    """Archive every view the handler may cut or leave out. The handler gives each answer what
+    is left of the cap once the later files' not-sent lines (and, with several files, the final
+    note and the separators) are kept back; what the earlier answers spent is at most their
+    whole answers (estimated generously: ``need``), so a view whose answer may need more than
+    the least it can be given is archived. Stubs only leave more room. (The budget warning's
+    reserve is the handler's alone: a view it then cuts is archived there.)"""
+    many = len(files) > 1
+    unsent = [_unsent_estimate(f, encoding) for f in files] if many else [0]
+    kept = cap_note_reserve(len(files), cap, surface, encoding) + len(files) - 1 if many else 0
+    spent = 0  # at most, by the earlier answers
+    later = sum(unsent)
     out: list[ReadFile] = []
-    for i, (f, (red, alt_red)) in enumerate(zip(files, redacted, strict=True)):
-        allowed = max(0, remaining - NOTICE_RESERVE * (len(files) - i - 1))
-        margin = 64 + len(f.path) + sum(len(n) for n in f.view.notes) // 2
+    for f, (red, alt_red), own in zip(files, redacted, unsent, strict=True):
+        later -= own
+        least = max(0, cap - kept - later - spent)
+        margin = 64 + len(f.path) + sum(len(n) for n in f.view.notes) // 2 + len(f.view.detail or "") // 2
         need = f.view.tokens + margin
-        view = _fit(f.view, red, need, allowed, encoding, store)
+        view = _fit(f.view, red, need, least, encoding, store)
         alt = None
         if f.alt is not None:
-            alt_need = f.alt.tokens + margin
-            alt = _fit(f.alt, alt_red, alt_need, allowed, encoding, store)
+            alt_need = f.alt.tokens + margin + len(f.alt.detail or "") // 2
+            alt = _fit(f.alt, alt_red, alt_need, least, encoding, store)
             need = max(need, alt_need)
         out.append(msgspec.structs.replace(f, view=view, alt=alt))
-        remaining = max(0, remaining - min(need, allowed))
+        spent += need
     return out
+
+
+def _unsent_estimate(f: ReadFile, encoding: str) -> int:
+    """At least the tokens of the file's not-sent line, whatever ref it gets."""
+    return max(count_tokens(not_sent_line(f"F{10 ** 6}={f.path}", v.label, f.lines, v.tokens), encoding)
+               for v in (f.view, f.alt) if v is not None)

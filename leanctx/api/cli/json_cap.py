@@ -119,5 +119,6 @@ def emit_capped(values: list[Any], cap: int, encoding: str) -> None:
         total += json_tokens(v, encoding)
     if total > cap:
         sys.stderr.write(f"warning[JSON_OVER_CAP]: this JSON is {total:,} tokens, over the {cap:,}-token answer cap"
-                         " (JSON escaping costs more than was foreseen); ask for less (--max-tokens, --lines)\n")
+                         " (its escaping and fields cost more than was foreseen); ask for less (--max-tokens, --lines,"
+                         " fewer files)\n")
 

@@ -61,7 +61,22 @@ def _json_cap(st: State, paths: list[str], max_tokens: int | None, encoding: str
                     sources.append(f.read(SCAN_CHARS).decode("utf-8", "replace"))
             except OSError:
                 pass
-    return text_cap(cap, encoding=encoding, sources=sources, answers=len(paths), extra=paths), cap
+    lowered = text_cap(cap, encoding=encoding, sources=sources, answers=len(paths), extra=paths)
+    if len(paths) > 1 and lowered < _naming_tokens(paths, encoding):
+        # the JSON envelopes of many files leave the text too little room even to name each file
+        # (the operation would refuse the read: READ_CAP_TOO_SMALL); their text gets the whole
+        # cap instead, and the JSON printed over it says so (JSON_OVER_CAP)
+        return cap, cap
+    return lowered, cap
+
+
+def _naming_tokens(paths: list[str], encoding: str) -> int:
+    """About what a read's text needs to name each of ``paths`` as not sent (``F7=src/b.py
+    [aggressive · 147 lines · 877 tokens not sent]``, ~20 tokens besides the path) and its
+    closing note (~60)."""
+    from ...context.tokens import count_tokens
+
+    return sum(count_tokens(p, encoding) + 20 for p in paths) + 60
 
 
 def read_cmd(

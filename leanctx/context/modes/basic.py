@@ -9,7 +9,7 @@ from collections.abc import Callable
 from leanctx.context.errors import ReadInvalidRange
 from leanctx.context.modes.rendered import Rendered, footer, plural, source_lines
 
-__all__ = ["diff_texts", "numbered_ranges", "parse_ranges", "ranges_spec", "render_diff", "render_full", "render_lines"]
+__all__ = ["diff_texts", "layout_changes", "numbered_ranges", "parse_ranges", "ranges_spec", "render_diff", "render_full", "render_lines"]
 
 
 def render_full(path: str, text: str, language: str) -> Rendered:
@@ -118,17 +118,53 @@ def diff_texts(old: str, new: str, context: int = 1) -> tuple[list[str], int, in
     return out, added, removed, ctx_shown
 
 
+def _line_ends(text: str) -> list[str]:
+    """The end of each line of ``text``: ``"\r\n"``, ``"\n"``, or ``""`` for a last line with none."""
+    ends = ["\r\n" if ln.endswith("\r") else "\n" for ln in text.split("\n")[:-1]]
+    return [*ends, ""] if text and not text.endswith("\n") else ends
+
+
+def _ends_style(ends: list[str]) -> str | None:
+    crlf = ends.count("\r\n")
+    lf = ends.count("\n")
+    if crlf and lf:
+        return f"mixed ({crlf} CRLF, {lf} LF)"
+    return "CRLF" if crlf else "LF" if lf else None
+
+
+def layout_changes(old: str, new: str) -> list[str]:
+    """What changed between ``old`` and ``new`` that a diff of their lines does not show: the
+    line endings (``line endings changed: LF -> CRLF``; a file whose endings were mixed before
+    and after says on how many lines) and the final newline (``final newline added``)."""
+    a, b = _line_ends(old), _line_ends(new)
+    out: list[str] = []
+    sa, sb = _ends_style(a), _ends_style(b)
+    if sa is not None and sb is not None and sa != sb:
+        out.append(f"line endings changed: {sa} -> {sb}")
+    elif sa is not None and sa == sb and len(a) == len(b):  # the same mix, maybe on other lines
+        k = sum(1 for x, y in zip(a, b, strict=True) if x and y and x != y)
+        if k:
+            out.append(f"line endings changed on {plural(k, 'line')}")
+    if old and new and old.endswith("\n") != new.endswith("\n"):
+        out.append("final newline added" if new.endswith("\n") else "final newline removed")
+    return out
+
+
 def render_diff(path: str, text: str, language: str, old_text: str, context: int = 1) -> Rendered:
     n = len(source_lines(text))
     old_n = len(source_lines(old_text))
     body, added, removed, ctx = diff_texts(old_text, text, context)
+    layout = layout_changes(old_text, text) if old_text != text else []
     if not body:
+        if old_text != text and not layout:  # a CR at the very end: the only difference left
+            layout = ["only line-end characters differ"]
+        note = " · ".join([*layout, "the text of every line is unchanged"]) if layout else "no changes"
         return Rendered(mode="diff", path=path, language=language,
-                        text=footer("diff", n, "no changes"), line_count=n, shown_lines=0,
+                        text=footer("diff", n, note), line_count=n, shown_lines=0,
                         omitted_lines=n, omitted=f"all {plural(n, 'line')} unchanged")
     unchanged = n - added - ctx
     note = f"+{added} −{removed} (was {plural(old_n, 'line')}) · {unchanged} unchanged {'line' if unchanged == 1 else 'lines'} not shown"
-    body.append(footer("diff", n, note))
+    body.append(footer("diff", n, " · ".join([note, *layout])))
     return Rendered(mode="diff", path=path, language=language, text="\n".join(body), line_count=n,
                     shown_lines=added + ctx, omitted_lines=unchanged,
                     omitted=f"{unchanged} unchanged {'line' if unchanged == 1 else 'lines'}")

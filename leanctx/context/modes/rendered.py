@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import msgspec
 
-__all__ = ["Rendered", "footer", "plural", "source_lines"]
+__all__ = ["Rendered", "footer", "parse_footer", "plural", "source_lines"]
 
 
 class Rendered(msgspec.Struct, frozen=True):
@@ -47,3 +49,16 @@ def footer(mode: str, line_count: int, note: str | None) -> str:
     """The last line of a non-full rendering: mode, size and what is not shown."""
     tail = f" · {note}" if note else ""
     return f"[{mode} · {plural(line_count, 'line')}{tail}]"
+
+
+_FOOTER = re.compile(r"^\[(?P<mode>[^\]\n]+?) · (?P<n>\d+) lines?(?: · (?P<note>[^\n]*))?\]$")
+
+
+def parse_footer(line: str) -> tuple[str, int, str | None] | None:
+    """``footer``'s line read back: (mode, line count, note), for any line count (``0 lines``,
+    ``1 line``, ``2 lines``); None when ``line`` is not a footer. The footer is always the last
+    line of a non-full rendering, so a caller that moves it elsewhere looks at that line only."""
+    m = _FOOTER.match(line)
+    if m is None:
+        return None
+    return m.group("mode"), int(m.group("n")), m.group("note")

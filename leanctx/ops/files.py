@@ -249,7 +249,10 @@ def _walk_paths(root: str) -> Iterator[str]:
 
 def list_files(root: str | os.PathLike[str], *, use_git: bool = True) -> Listing:
     """Every regular file of the project at ``root`` that git (or the walk) does not ignore,
-    sorted by path."""
+    sorted by path. In a git work tree an untracked git repository nested in it (which ``git
+    ls-files -co`` reports as one ``nested/`` entry, without descending) is listed by its own
+    rules, as the walk lists it outside git: ``list_files`` run in it (its own ``.gitignore``,
+    and a repository nested in it in turn), its symlinks judged against ``root``."""
     base = os.fspath(root)
     names = _git_paths(base) if use_git else None
     source = "git"
@@ -266,6 +269,13 @@ def list_files(root: str | os.PathLike[str], *, use_git: bool = True) -> Listing
         seen.add(rel)
         if any(part in SKIP_DIRS for part in rel.split("/")[:-1]) or not _valid_name(rel):
             skipped += 1
+            continue
+        if source == "git" and rel.endswith("/"):  # an untracked nested repository
+            inner = list_files(os.path.join(base, rel))
+            sub = rel.rstrip("/")
+            out += [FileEntry(f"{sub}/{f.path}", f.size, f.mtime_ns) for f in inner.files]
+            links += [x for x in (_link(base, f"{sub}/{x.path}") for x in inner.links) if x is not None]
+            skipped += inner.skipped
             continue
         entry = _entry(base, rel)
         if entry is None:

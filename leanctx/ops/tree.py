@@ -2,9 +2,8 @@
 
 The files are those of ``ops.files.list_files`` (git's ignore rules in a git work tree, the
 ``.gitignore`` walk elsewhere; ``.git``, ``node_modules``, ``.venv``, ``__pycache__`` and
-friends never listed), plus the files of an untracked git repository nested in a git work tree
-(git reports it as one ``nested/`` entry and does not descend into it): listed by its own
-rules, as the walk lists it outside git. Rendering rules:
+friends never listed; an untracked git repository nested in a git work tree listed by its own
+rules). Rendering rules:
 
 - folders first, then files and symlinks, each sorted by name; a folder shows its recursive
   file count: ``api/ (14)``;
@@ -57,15 +56,7 @@ import msgspec
 from ..errors import InvalidInput, NotFound
 from ..paths import normalize, workspace_root
 from .cap import ANSWER_CAP_TOKENS, Cut, cap_lines
-from .files import (
-    SKIP_DIRS,
-    FileEntry,
-    LinkEntry,
-    Listing,
-    _git_paths,
-    _link,
-    list_files,
-)
+from .files import LinkEntry, list_files
 
 DEFAULT_DEPTH = 2
 MAX_DEPTH = 64
@@ -110,30 +101,6 @@ class _Node:
         self.count = 0  # files, recursively
         self.ndirs = 0  # folders, recursively
         self.nlinks = 0  # symlinks, recursively
-
-
-def _listing(project: str) -> Listing:
-    """``list_files`` with every untracked nested git repository listed too. In a git work tree
-    ``git ls-files -co`` reports such a repository as one ``nested/`` entry (git does not descend
-    into it), which ``list_files`` leaves out as neither a file nor a link; its files are listed
-    here as the walk outside git would list them: by its own rules (``list_files`` run in it, so
-    its own ``.gitignore``, and a repository nested in it in turn), the symlinks judged against
-    the project. Only a listing that left entries out is looked at again."""
-    listing = list_files(project)
-    if listing.source != "git" or not listing.skipped:
-        return listing
-    nested = [p.rstrip("/") for p in _git_paths(project) or ()
-              if p.endswith("/") and not SKIP_DIRS.intersection(p.rstrip("/").split("/"))]
-    if not nested:
-        return listing
-    files, links = list(listing.files), list(listing.links)
-    for rel in nested:
-        inner = _listing(os.path.join(project, rel))
-        files += [FileEntry(f"{rel}/{f.path}", f.size, f.mtime_ns) for f in inner.files]
-        links += [x for x in (_link(project, f"{rel}/{x.path}") for x in inner.links) if x is not None]
-    files.sort(key=lambda f: f.path)
-    links.sort(key=lambda x: x.path)
-    return Listing(files, listing.source, listing.skipped - len(nested), links)
 
 
 def _build(paths: list[str], links: list[tuple[str, LinkEntry]]) -> tuple[_Node, int]:
@@ -196,7 +163,7 @@ def tree(root: str | os.PathLike[str], path: str | None = None, *, depth: int = 
     if path is not None and path.strip() not in ("", "."):
         base = normalize(path, project, invalid_code="TREE_PATH_INVALID", outside_code="TREE_PATH_OUTSIDE_PROJECT",
                          allow_root=True).path
-    listing = _listing(project)
+    listing = list_files(project)
     if base == ".":
         rel = [f.path for f in listing.files]
         rel_links = [(x.path, x) for x in listing.links]

@@ -98,3 +98,21 @@ def test_the_cli_lists_the_nested_repo(outer: Path, tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[0] == "nested/ (4 files, 2 folders)"
     assert "  inner.txt" in r.stdout.splitlines()
+
+
+def test_search_and_the_file_listing_see_the_nested_repo_too(outer: Path) -> None:
+    """One listing (``ops.files.list_files``) serves tree, search and the code index: the nested
+    repository's files are in it, by its own ignore rules, and nothing else changes."""
+    from leanctx.ops.files import list_files
+
+    write(outer / "nested", "inner.txt", "needle_in_the_nested_repo\n")
+    listing = list_files(outer)
+    paths = [f.path for f in listing.files]
+    assert listing.source == "git"
+    assert {"nested/inner.txt", "nested/sub/s.txt", "nested/deeper/d.txt", "nested/.gitignore"} <= set(paths)
+    assert "nested/ign.txt" not in paths and paths == sorted(paths)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LEAN_CTX_")}
+    env.update(LEAN_CTX_DB=str(outer.parent / "s.db"), LEAN_CTX_NO_DAEMON="1")
+    r = subprocess.run([LEAN_CTX, "--project", str(outer), "search", "needle_in_the_nested_repo", "--regex"],
+                       capture_output=True, text=True, env=env, cwd=outer, timeout=60, check=False)
+    assert r.returncode == 0 and "nested/inner.txt:1:" in r.stdout, r.stdout + r.stderr

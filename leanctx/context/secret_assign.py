@@ -2,8 +2,8 @@
 
 ``redact_assignments`` runs the config-line rule (a value of several words) and then the
 general rule (``_ASSIGN``: a quoted or one-word value), keeping type annotations
-(``secret_types``) and code (``secret_code``); what the names and values must be is
-``secret_names``'.
+(``secret_types``), code (``secret_code``) and regexes (``secret_regex``); what the names and
+values must be is ``secret_names``'.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from .secret_code import (
 )
 from .secret_names import (
     _ASSIGN,
+    _ASSIGN_HEAD,
     _CODE,
     _CONFIG_LINE,
     _DEFAULT,
@@ -39,6 +40,7 @@ from .secret_names import (
     trim_closers,
     weak,
 )
+from .secret_regex import raw_regex, regex_literal
 from .secret_types import Annotations
 
 # a tuple target given literals, its names before the ``=`` (``password, user = "hunter2", "bob"``;
@@ -106,7 +108,7 @@ class _Assignments:
             return m.group(0)  # ``PWD=/home/my dir``: the general rule decides the first word
         if (not re.search(r"\s", value) or value.endswith((".", ";", ":", ",")) or _CODE.search(value)
                 or conditional(value) or numeric_expression(value) or (":" in sep and prose(value))
-                or keep(value, m.group("name")) or code_phrase(value)
+                or keep(value, m.group("name")) or code_phrase(value) or regex_literal(m.string, m.start("value"))
                 or (sep.strip() == "=" and self.lines.python_body(m.start("name")))):
             return m.group(0)  # one word (the general rule below decides), prose or code
         return self.swap(m, "value", value)
@@ -124,21 +126,23 @@ class _Assignments:
         return "".join(out)
 
     def assign(self, m: re.Match[str], name: str, default: bool = False, text: str = "",
-               body: Callable[[int], bool] | None = None) -> str:
+               lines: Annotations | None = None) -> str:
         """``m`` (an ``_ASSIGN`` or ``_VALUE`` match) with its value redacted unless kept; a
         ``default`` of a parameter may also be followed by the ``:`` closing its signature;
-        ``text``: the text ``m`` matched in (an unquoted value that reads as code in it stays)."""
+        ``text``: the text ``m`` matched in (an unquoted value that reads as code in it stays;
+        ``lines``: its line structure); a raw string holding a regex is a pattern
+        (``r'[^\\W\\d]\\w*'``)."""
         # a camelCase name (``refreshToken``) is code's far more often than config's: its value
         # must look generated (one word: a digit, mixed case, ``+/=`` or 32+ characters; ``weak``)
         if m.group("q"):
             value = m.group("quoted")
-            if keep(value, name) or weak(value, name, quoted=True):
+            if keep(value, name) or weak(value, name, quoted=True) or ("r" in m.group("prefix").lower() and raw_regex(value)):
                 return m.group(0)
             return self.swap(m, "quoted", value)
         value = trim_closers(m.group("value"), ":" if default else "")
         if keep(value, name) or (number(value) and not pin(value, name)) or (default and _EXPRESSION.match(value)) \
                 or (text and ((":" in m.group("sep") and prose_after(text, m.start("value")))
-                              or code_value(text, m, value, body))) \
+                              or code_value(text, m, value, lines))) \
                 or weak(value, name):
             return m.group(0)
         return self.swap(m, "value", value)
@@ -150,26 +154,36 @@ class _Assignments:
         pos = 0
         annotations = Annotations(text)
         parity = QuoteParity(text)
-        while m := _ASSIGN.search(text, pos):
-            out.append(text[pos:m.start()])
-            name, sep = m.group("name"), m.group("sep")
-            if (m.group("q") and parity.closes(m.start("q"))) or no_assignment(text, m):
-                out.append(text[m.start():m.end("sep")])  # ``prompt='Password: '``: no value
-                pos = m.end("sep")
+        # a name and its separator first (``_ASSIGN_HEAD``), its value (``_ASSIGN``) only when one
+        # is read: an unquoted value runs to the next whitespace, and read for each of many names
+        # that assign nothing on one long run (``NOPASSWD:NOPASSWD:...``, ``a_key:str,a_key:str,...``),
+        # its scan would cost the square of the run's length
+        while h := _ASSIGN_HEAD.search(text, pos):
+            out.append(text[pos:h.start()])
+            name, sep = h.group("name"), h.group("sep")
+            if (h.group("q") and parity.closes(h.start("q"))) or no_assignment(text, h):
+                out.append(text[h.start():h.end("sep")])  # ``prompt='Password: '``: no value
+                pos = h.end("sep")
                 continue
-            end = (annotations.annotation_end(m.end("sep"), m.start("name"))
+            end = (annotations.annotation_end(h.end("sep"), h.start("name"))
                    if sep.strip() == ":" and not name.endswith(("'", '"')) else None)
-            if (end is None and m.group("q") and m.group("close") and sep.strip() == "="
+            m = _ASSIGN.match(text, h.start()) if end is None else None
+            if end is None and m is None:  # a quoted value broken by ``\`` at the line's end
+                out.append(text[h.start():h.end("sep")])
+                pos = h.end("sep")
+                continue
+            if (m is not None and m.group("q") and m.group("close") and sep.strip() == "="
                     and (spans := tuple_literals(text, m)) is not None):  # ``user, password = "wile", "coyote"``
                 out.append(self.literals(text, m.start(), spans, name))
                 pos = max(m.end(), spans[-1][1] + 1)
                 continue
-            if end is None:
+            if m is not None:
                 walrus = ":=" in sep and not m.group("q")  # ``if token := next(it)``: code
-                out.append(m.group(0) if walrus else self.assign(m, name, text=text, body=annotations.python_body))
+                out.append(m.group(0) if walrus else self.assign(m, name, text=text, lines=annotations))
                 pos = m.end()
                 continue
-            out.append(text[m.start():end])
+            assert end is not None
+            out.append(text[h.start():end])
             pos = end
             if (d := _DEFAULT.match(text, pos)) and (v := _VALUE.match(text, d.end())):
                 out.append(d.group(0) + self.assign(v, name, default=True))

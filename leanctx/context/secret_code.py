@@ -3,14 +3,19 @@
 ``code_value``: whether an unquoted value after a secret name is code reading the secret from
 elsewhere — on any line a call or subscript of a name (``tokenizer.expect(``, ``getpass()``,
 ``get_random_string(10)``, ``headers["x"]``, ``key[:16]``; not ``Xk29d(ab``: a password; a
-PascalCase name with digits is a type: ``Ed25519PrivateKey.generate()``), a value whose
-brackets close past a space (``StashKey[Config | None]()``), ``lambda``, ``await``, ``new``, ``not``,
-``function``, ``class``, ``void``, ``&X{``, ``self.x``/``this.x``; a bare (dotted) name only
-where the line says code: a declaration before the name (``const``, ``let``, ``var``, ``my $``,
-``final String``...), tuple unpacking (``user, passwd = creds``), a ``self.x``/``this.x`` name, a
-dotted name given a dotted value (``hs.secret = hs.session.secret``), a keyword argument
-(``f(a, password=pw)``); after ``=``, any value but a number on a line of a Python function or
-class body (asked of ``secret_types.Annotations.python_body``); a bare name or number followed
+PascalCase name with digits is a type: ``Ed25519PrivateKey.generate()``), a subscript called
+(``StashKey[IO[bytes]]()``), a value whose brackets close past a space (``StashKey[Config |
+None]()``), a JavaScript regex literal holding regex syntax (``/^Unexpected token '?(.)'?/i``;
+not ``/Tr0ub4dor&3/``), ``lambda``, ``await``, ``new``, ``not``, ``function``, ``class``,
+``void``, ``&X{``, ``self.x``/``this.x``; a bare (dotted) name only where the line says code: a
+declaration before the name (``const``, ``let``, ``var``, ``my $``, ``final String``...), tuple
+unpacking (``user, passwd = creds``), a ``self.x``/``this.x`` name, a dotted name given a dotted
+value (``hs.secret = hs.session.secret``), a keyword argument (``f(a, password=pw)``, or on a line
+of its own in a call opened above: ``signing_key=private_key_pem,``), a quoted key's value
+holding ``_``, ``.`` or camelCase humps before ``,`` ``}`` ``)`` or the line's end (``"password":
+t_string,``; not ``"password": hunter2,``); after ``=``, any value but a number on a line of a
+Python function or class body (asked of ``secret_types.Annotations.python_body``; the name's
+line: ``Annotations.call_above``); a bare name or number followed
 by the rest of an expression (``code_tail``: an arithmetic operator and an operand, a chained
 ``=``, ``is`` + ``not``/``None``/a last name (``Passw0rd is the default`` is a value), ``==``, ``!=``,
 ``a if b else c``, ``cond ? x : y``). ``PASSWORD=hunter2``, ``password = hunter2``,
@@ -37,9 +42,9 @@ would cost the square of its length.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
-from .secret_types import _TYPE_SHAPED
+from .secret_regex import regex_literal
+from .secret_types import _TYPE_SHAPED, Annotations
 
 _LOOK_BACK = 400
 _LOOK_AHEAD = 256  # how far past a value its line is read (a tail of code, a sentence)
@@ -90,6 +95,8 @@ _CODE_VALUE = re.compile(r"""lambda\b|(?:await|new|not|typeof|yield|void|functio
 # ``Xk29d``: mixed case and a digit, not type-shaped (``Ed25519PrivateKey.generate()`` is a call)
 _RANDOM_PART = re.compile(r"(?=[^.]*\d)(?=[^.]*[a-z])(?=[^.]*[A-Z])[^.]+")
 _BARE_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")  # ``pw``, ``settings.password``
+# a quoted key's variable: ``t_string``, ``settings.api_key``, ``userPassword`` (not ``hunter2``)
+_VARIABLE_SHAPED = re.compile(r"_\w|[A-Za-z][A-Za-z0-9]*+[_.]\w|[a-z]++[A-Z]")  # matched at the start
 # what before a name on its line says that a bare name after it is a variable: a declaration
 # (``const``, ``let``, ``var``, ``my $``..., maybe a type: ``final String``; not the shell's
 # ``export``, ``local`` or ``readonly``: a shell value is a string), tuple unpacking
@@ -100,39 +107,67 @@ _DECLARED = re.compile(r"""[ \t]*(?:(?:const|let|var|my|our|val|auto|final|stati
     |[ \t]*(?:[\w.*]+[ \t]*,[ \t]*)+""", re.VERBOSE)
 # a name that is no assignment's (``assignments`` skips it): a Sphinx field (``:param min_key: ...``),
 # a path before an error message (``cat: /etc/passwd: Permission denied``, ``ext/pre_shared_key: x``)
+_SYMBOL_TAIL = re.compile(r"[a-z]++(?:[-_][a-z]++)*+")  # ``gecos``, ``login-shell``: a symbol's last part
 _FIELD = re.compile(r"[ \t]*:(?:param|parameter|arg|argument|key|keyword|type|ivar|cvar|var|raises?)[ \t]+(?:[\w.\[\], |]+[ \t]+)?$")
 
 
-def code_value(text: str, m: re.Match[str], value: str,
-               python_body: Callable[[int], bool] | None = None) -> bool:
+def code_value(text: str, m: re.Match[str], value: str, lines: Annotations | None = None) -> bool:
     """Whether the unquoted ``value`` of the ``_ASSIGN`` match ``m`` is code reading the secret
     from elsewhere: on any line a call, subscript, ``lambda``, ``await``, ``self.x``...
-    (``_CODE_VALUE``); a bare (dotted) name only when the line says code (``password = pw`` may
-    be a config line's password): the name is ``self.x``/``this.x``, a declaration or tuple
-    unpacking precedes it, it is a keyword argument (``f(a, password=pw)``) or its line is a
-    statement of a Python function or class body (``python_body``, asked with the name's start);
-    a value whose brackets close past a space (``StashKey[Config | None]()``)."""
+    (``_CODE_VALUE``), a subscript called, a regex literal; a bare (dotted) name only when the
+    line says code (``password = pw`` may be a config line's password): the name is
+    ``self.x``/``this.x``, a declaration or tuple unpacking precedes it, it is a keyword argument
+    (``f(a, password=pw)``; ``lines.call_above``), a quoted key's variable, or its line is a
+    statement of a Python function or class body (``lines.python_body``, asked with the name's
+    start); a value whose brackets close past a space (``StashKey[Config | None]()``)."""
     start = m.start("value")
     if (_BARE_NAME.fullmatch(value) or number(value)) and code_tail(text, value, start + len(value)):
         return True  # ``explicit_token = token is not None``, ``X_KEY = BASE + 1``, ``a if b else c``
     if (c := _CODE_VALUE.match(text, start)) is not None:
         return not (c.group("path") and random_path(c.group("path")))
-    if _opens_past(text, value, start):
-        return True  # ``StashKey[Config | None]()``: an expression with spaces in its brackets
-    if (python_body is not None and m.group("sep").strip() == "=" and not value[0].isdigit()
-            and python_body(m.start("name"))):
+    if _opens_past(text, value, start) or subscript_called(value) or regex_literal(text, start):
+        return True  # ``StashKey[Config | None]()``, ``StashKey[IO[bytes]]()``, ``/^Unexpected (.)/i``
+    name, sep = m.group("name"), m.group("sep").strip()
+    if lines is not None and sep == "=" and not value[0].isdigit() and lines.python_body(m.start("name")):
         return True  # ``meta_key = header`` in a function: an expression (a literal is quoted, or a number)
     if not _BARE_NAME.fullmatch(value):
         return False
-    name = m.group("name").strip("\"'")
+    if sep == ":" and name.endswith(("'", '"')) and _VARIABLE_SHAPED.match(value) and not random_path(value):
+        return text[start + len(value):start + len(value) + 1] in ("", "\n", ",", "}", ")")  # ``"password": t_string,``
+    name = name.strip("\"'")
     if name.startswith(("self.", "this.")) or ("." in name and "." in value):  # ``hs.secret = hs.x.secret``
         return True
     before, _ = _line_before(text, m.start("name"))
     if _DECLARED.fullmatch(before, max(before.rfind(";"), before.rfind("{")) + 1):
         return True
-    return m.group("sep") == "=" and _in_call(before)
+    # a keyword argument on its line below the call's ``(``: a parameter's name, not an
+    # environment variable's (``DB_PASSWORD=hunter2`` under a line ending with ``(`` is a value)
+    return m.group("sep") == "=" and (_in_call(before) or (lines is not None and not name.isupper()
+                                                             and not random_path(value)
+                                                             and lines.call_above(m.start("name"))))
 
 
+def subscript_called(value: str) -> bool:
+    """Whether the unquoted ``value`` is a (dotted) name subscripted and called:
+    ``StashKey[IO[bytes]]()`` (not ``Hunter[Horse]``, a YAML value, nor ``Xk29d[ab]()``)."""
+    n = _BARE_NAME.match(value)
+    if n is None or not value.startswith("[", n.end()) or random_path(n.group()):
+        return False
+    depth = 0
+    for i in range(n.end(), len(value)):
+        c = value[i]
+        if c == "[":
+            depth += 1
+        elif c == "]":
+            depth -= 1
+            if depth == 0:
+                return value.startswith("(", i + 1)
+        elif not (c.isalnum() or c in "_.,|"):
+            return False
+    return False
+
+
+_BRACKET = re.compile(r"[()\[\]\"']")
 _TUPLE_TARGET = re.compile(r"[ \t]*(?:[\w.*]+[ \t]*,[ \t]*)+")
 # the next item of a tuple of literals: ``, "coyote"``
 _NEXT_LITERAL = re.compile(r"""[ \t]*,[ \t]*(?P<q>["'])(?P<quoted>(?:\\[^\n]|(?!(?P=q))[^\\\n])*)(?P=q)""")
@@ -173,23 +208,18 @@ def _opens_past(text: str, value: str, start: int) -> bool:
     ending it, on its line: ``StashKey[Config | None]()``, ``foo(a, b)`` read as one expression."""
     if not _BARE_NAME.match(value):
         return False
-    depth = 0
-    for c in value:
-        if c in "([":
-            depth += 1
-        elif c in ")]":
-            depth -= 1
+    depth = value.count("(") + value.count("[") - value.count(")") - value.count("]")
     if depth <= 0:
         return False
-    rest = _line_after(text, start + len(value))
-    for c in rest:
+    for b in _BRACKET.finditer(_line_after(text, start + len(value))):  # only the brackets and quotes
+        c = b.group()
         if c in "([":
             depth += 1
         elif c in ")]":
             depth -= 1
             if depth == 0:
                 return True
-        elif c in "\"'":
+        else:
             return False
     return False
 
@@ -256,8 +286,9 @@ def prose_after(text: str, start: int) -> bool:
 
 def no_assignment(text: str, m: re.Match[str]) -> bool:
     """Whether the ``_ASSIGN`` match ``m`` names no assignment: ``NAME= word`` (empty, then
-    prose), sudoers ``NOPASSWD:``, a Sphinx
-    field (``:param min_key: The key``), a path's last part before a ``:`` (``/etc/passwd:``)."""
+    prose), sudoers ``NOPASSWD:``, a Sphinx field (``:param min_key: The key``), a path's last
+    part before a ``:`` (``/etc/passwd:``), a quoted symbol of lowercase words (``"passwd:gecos"``;
+    not ``"password:hunter2"``)."""
     name, at = m.group("name"), m.start("name")
     if name == "NOPASSWD":
         return True
@@ -266,6 +297,9 @@ def no_assignment(text: str, m: re.Match[str]) -> bool:
         return True  # ``IPv6Token= section``: ``NAME=`` empty, then prose
     if sep.strip() != ":":
         return False
+    if sep == ":" and at and text[at - 1] in "\"'" and (s := _SYMBOL_TAIL.match(text, m.end("sep"))) is not None \
+            and text.startswith(text[at - 1], s.end()):
+        return True  # ``"passwd:gecos"``: one quoted symbol (a Scheme accessor, a scope)
     before, whole = _line_before(text, at)
     if sep[0] in " \t" and before.rstrip(" \t").endswith(" ?"):
         return True  # ``cond ? prod_key : dev_key``: the branches of a conditional

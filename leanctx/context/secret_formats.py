@@ -35,7 +35,9 @@ Only the value goes; its name, flag or tag stays, so the text still reads:
   /user:u`` or ``... /user:u PASS`` (``*`` prompts).
 
 Left alone: placeholders and references (``$VAR``, ``${VAR}``, ``%s``, NuGet/MSBuild ``%VAR%``, ``{x}``, ``<key>``,
-``xxxx``, ``****``, ``...``, ``changeme``/``changeit``), and values under 4 characters. Every
+``xxxx``, ``****``, ``...``, the words of ``secret_providers.PLACEHOLDER_WORDS``: ``pass``, ``password``,
+``changeme``/``changeit``, ``your-password``...; before a sentence's ``,`` or ``.`` too: ``-U user%pass,``),
+and values under 4 characters. Every
 pattern is anchored on a fixed name and its value is a run of characters that cannot hold the
 next name's start, so the scan is linear on any line.
 """
@@ -46,12 +48,12 @@ import re
 from collections.abc import Callable, Iterator
 
 from .secret_headers import Span, looks_generated, replace_spans
+from .secret_providers import PLACEHOLDER_WORDS
 
 _MIN = 4
 _MIN_QUERY = 6
-_PLACEHOLDER = re.compile(r"(?:\$\S*|%\w*%?|\{\{.*|\{[\w.-]*\}|<.*|\[REDACTED:.*|\.\.\.+|[xX*.#]+|(.)\1*|changeme|changeit|example"
-                          r"|dummy|none|null|true|false|password|secret|token|passwd|passphrase|your[\w-]*)",
-                          re.IGNORECASE)
+_PLACEHOLDER = re.compile(rf"(?:\$\S*|%\w*%?|\{{\{{.*|\{{[\w.-]*\}}|<.*|\[REDACTED:.*|\.\.\.+|[xX*.#]+|(.)\1*"
+                          rf"|{PLACEHOLDER_WORDS})", re.IGNORECASE)
 
 _CONNECTION = re.compile(r"(?<![\w-])(?:AccountKey|SharedAccessKey|SharedAccessSignature)=(?P<v>[^;\s\"'<>]+)",
                          re.IGNORECASE)
@@ -93,7 +95,9 @@ _SMB = re.compile(r"""(?<!\S)(?:-U|--user(?:name)?)(?:=|[ \t]*)(?P<q>["'])?[^\s%
 
 
 def _keep(v: str, minimum: int = _MIN) -> bool:
-    return len(v) < minimum or bool(_PLACEHOLDER.fullmatch(v))
+    """A value too short, or a placeholder, maybe before the punctuation of a sentence
+    (``smbclient -U user%pass, keytool``)."""
+    return len(v) < minimum or bool(_PLACEHOLDER.fullmatch(v) or _PLACEHOLDER.fullmatch(v.rstrip(".,;:)")))
 
 
 def _value(m: re.Match[str]) -> tuple[int, int]:

@@ -37,6 +37,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 
+from .secret_providers import PLACEHOLDER_WORDS
+
 Span = tuple[int, int, str]  # (start, end, kind) of a value to redact
 
 _MIN_CREDENTIAL = 8  # a header credential
@@ -89,8 +91,8 @@ _LOGIN = re.compile(r"[ \t]+(?:[a-z-]+[ \t]+)?login(?=[ \t])")  # docker login, 
 _ARG = re.compile(r"""(?P<q>["'])(?P<quoted>[^\n]*?)(?:(?P=q)|$)|(?P<plain>[^\s"']+)""", re.MULTILINE)
 
 # values that are no credential: placeholders, references, filler
-_PLACEHOLDER = re.compile(r"^(?:\$\S*|%\w*|\{.*|<.*|\[REDACTED:.*|\.\.\.+|[xX*.#]+|(.)\1*|changeme|example"
-                          r"|dummy|none|null|true|false|password|secret|token|pass|passwd|pwd|passphrase)$", re.IGNORECASE)
+_PLACEHOLDER = re.compile(rf"^(?:\$\S*|%\w*|\{{.*|<.*|\[REDACTED:.*|\.\.\.+|[xX*.#]+|(.)\1*|{PLACEHOLDER_WORDS})$",
+                          re.IGNORECASE)
 # names, not values: ``accessToken``, ``AuthHeader``, ``API_TOKEN``, ``api_key``, ``TOKEN``, ``settings.api_key``
 _WORD = r"(?:[a-z]{2,}[0-9]*(?:[A-Z][a-z]{2,}[0-9]*)+|(?:[A-Z][a-z]{2,}[0-9]*){2,}|[A-Za-z]+[0-9]*(?:_[A-Za-z]+[0-9]*)+|[A-Z]+[0-9]*)"
 _IDENT = re.compile(rf"{_WORD}|(?:{_WORD}|[a-z_]+)(?:\.(?:{_WORD}|[a-z_]+))+")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from .secret_headers import looks_generated
+from .secret_providers import PLACEHOLDER_WORDS
 
 # KEY=value / KEY: value / "key": "value" where the name says it is a secret: it must END with
 # one of these (``DB_PASSWORD``, ``api_key``, ``GITHUB_TOKEN``), so ``PASSWORD_MIN_LENGTH`` or
@@ -77,6 +78,10 @@ _VALUE_SOURCE = r"""(?:
 _SECRET_NAME = re.compile(rf"""(?:[A-Za-z0-9_.-]*(?:{_SUFFIXES}|{_CAMEL})|(?-i:_auth)|secret|token|pwd?)""",
                           re.IGNORECASE)
 _ASSIGN = re.compile(_name(_SUFFIXES) + _VALUE_SOURCE, re.IGNORECASE | re.VERBOSE | re.MULTILINE)
+# ``_ASSIGN`` up to its value's first character (a quote: ``q``): where ``_ASSIGN`` matches (searched
+# for first: an unquoted value is read only for a name that assigns one)
+_ASSIGN_HEAD = re.compile(_name(_SUFFIXES) + r"""(?=(?:br|rb|[bru]|\[\]byte\()?(?P<q>["'])|(?![\"'`=(\[{]|f[r]?["']|rf["'])\S)""",
+                          re.IGNORECASE | re.MULTILINE)
 _VALUE = re.compile(_VALUE_SOURCE, re.IGNORECASE | re.VERBOSE | re.MULTILINE)  # a default after an annotation
 _DEFAULT = re.compile(r"[ \t]*=(?![=>~])[ \t]*")
 # an unquoted default that is code reading its value from elsewhere (a name, attribute, call,
@@ -104,17 +109,28 @@ _CODE = re.compile(r"""^(?:not|new|typeof)[ \t]|\b(?:is[ \t]+not|not[ \t]+in|is[
 # The minimum applies to the whole value: to the phrase on a config line (``sk with spaces tapir``
 # is a secret although ``sk`` alone is too short to be one).
 _MIN_VALUE = 4  # shorter values are type names, flags and numbers far more often than secrets
-_PLACEHOLDER = re.compile(r"^(?:\$\{?[A-Za-z_]+\}?|<[^>]*>|x+|\*+|changeme|example|dummy|value|none|null|true|false)$",
-                          re.IGNORECASE)
+# a schema's type word (playwright's ``"password": "string?"``, Swagger's ``"password": "string"``)
+_SCHEMA_TYPES = r"(?:string|str|number|integer|int|boolean|bool|bytes|binary|object)\??(?:\[\])?"
+# placeholders: a variable, ``<your key>``, ``xxxx``, a mask (``****``, pip's ``:****``), a placeholder
+# word (``secret_providers.PLACEHOLDER_WORDS``: ``pass``, ``token``, ``YOUR_API_KEY``...; lowercase or
+# uppercase: ``access_token: "Token"`` may be a YAML value), a type word
+_PLACEHOLDER = re.compile(rf"^(?:\$\{{?[A-Za-z_]+\}}?|<[^>]*>|x+|:?\*+|value|changeme|example|dummy|none|null|true|false"
+                          rf"|(?-i:{PLACEHOLDER_WORDS}|{PLACEHOLDER_WORDS.upper()})|{_SCHEMA_TYPES})$", re.IGNORECASE)
 
 
 def keep(value: str, name: str) -> bool:
     """Whether ``value`` is no secret: short, a placeholder, a reference (``os.environ[...]``),
-    already redacted, or the variable of the same name passed on (a keyword argument)."""
+    already redacted, or the name itself in any case and separators (the variable of the same
+    name passed on, ``password=password``; a schema's name, ``CHALLENGE_PASSWORD: "challengePassword"``,
+    ``API_KEY = "api-key"``)."""
     v = value.strip()
     return (len(v) < _MIN_VALUE or bool(_PLACEHOLDER.match(v)) or bool(_REFERENCE.match(v))
-            or v.startswith("[REDACTED:")
-            or v.rsplit(".", 1)[-1].lower() == name.strip("\"'").rsplit(".", 1)[-1].lstrip("-").lower())
+            or v.startswith("[REDACTED:") or _bare(v.rsplit(".", 1)[-1]) == _bare(name.strip("\"'").rsplit(".", 1)[-1]))
+
+
+def _bare(name: str) -> str:
+    """``name`` without case nor ``_``/``-`` (``CHALLENGE_PASSWORD``, ``challengePassword``: ``challengepassword``)."""
+    return name.replace("_", "").replace("-", "").lower()
 
 
 def weak(value: str, name: str, quoted: bool = False) -> bool:

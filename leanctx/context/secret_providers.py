@@ -12,6 +12,13 @@ from collections.abc import Callable
 
 REDACTED = "[REDACTED:{kind}]"
 
+# placeholder words, no secret in any rule: a value that is one names the secret instead of
+# holding it (``user%pass``, ``USER:PASSWORD``, ``"YOUR_API_KEY"``, ``your-token-here``,
+# ``changeme``; ``pass1234``, ``your_key_9f8e7d6c`` are values): an alternation, for patterns
+# compiled with ``re.IGNORECASE`` (``secret_names`` takes them lowercase or uppercase only)
+PLACEHOLDER_WORDS = (r"pass|passwd|password|passphrase|pwd|secret|token|changeme|changeit|example|dummy|none|null"
+                     r"|true|false|your(?:[-_ ]?[a-z]++)++")
+
 # (kind, pattern). Order matters: specific provider formats first, generic assignment last.
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     # a block without its END line (a truncated paste, ``head`` of a key file) runs to the end
@@ -45,7 +52,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 
 # a URL password that is a documentation placeholder: ``https://user:pass@host``, ``[user:passwd@]``,
 # ``<password>`` (maybe HTML-escaped), ``${PASS}``, ``%s``, ``****``
-_URL_PLACEHOLDER = re.compile(r"(?:pass|passwd|password|pwd|secret|token|pass(?:word)?\]|x+|\*+|\.\.\.|%s|\$\{?\w+\}?"
+_URL_PLACEHOLDER = re.compile(rf"(?:{PLACEHOLDER_WORDS}|pass(?:word)?\]|x+|\*+|\.\.\.|%s|\$\{{?\w+\}}?"
                               r"|\{\w*\}|<[^<>]*>?|&lt;.*?(?:&gt;)?|\\fI.*|\[REDACTED:\w+\])$", re.IGNORECASE)
 
 

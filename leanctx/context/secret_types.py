@@ -11,7 +11,8 @@ What follows the ``:`` must parse, on its line, as a type expression: names (``a
 a subscript or generic (``X[...]``, ``X<...>``: the first argument a type, or a ``[...]`` list of
 types, the others a type or anything balanced: ``Annotated[str, Field(min_length=8)]``;
 ``Literal[...]``: anything balanced), unions (``A | B``), suffixes ``?`` and ``[]``, a Rust
-reference (``&str``, ``&'a mut T``), a quoted forward reference (``"Token"``); and it must end
+reference (``&str``, ``&'a mut T``), a Swift variadic ``T...`` (``tokens: String...``), a quoted
+forward reference (``"Token"``); and it must end
 the line or be followed by ``,`` ``;`` ``)`` ``]`` ``}`` ``{`` ``=`` ``by`` or a comment. A name
 in it is a known type name (``_KNOWN``: ``str``, ``bytes``, ``string``, ``String``, ``SecretStr``,
 ``Optional``, ``None``...), type-shaped (PascalCase humps with a lowercase letter: ``Token``,
@@ -42,10 +43,12 @@ a value and is left to the rules of ``secrets``.
 
 ``Annotations.python_body`` answers, with the same index, whether a line is a statement of a
 Python function or class body (its nearest less-indented line, past Python blocks, is ``def
-f(...):`` or ``class X:``, no triple quote open in between): there an unquoted value is code
-(``meta_key = header`` reads a variable; in a ``.pypirc`` or INI file it would be a password),
-and so is a keyword argument on a line of its own in a call opened above (``client(\n
-aws_session_token=session_token,``).
+f(...):``, maybe over several lines, or ``class X:``, no triple quote open in between; a block
+header may go on after a ``\\``): there an unquoted value is code (``meta_key = header`` reads a
+variable; in a ``.pypirc`` or INI file it would be a password), and so is a keyword argument on a
+line of its own in a call opened above (``client(\naws_session_token=session_token,``).
+``Annotations.call_above`` answers whether a line is one of a call's arguments (its nearest
+less-indented line ends with ``(``), in any text (a docstring's example too).
 """
 
 from __future__ import annotations
@@ -101,6 +104,8 @@ _HEADER = re.compile(
 _PY_SCOPE = re.compile(rf"[ \t]*(?:{_PY_CLASS}|{_PY_DEF}.*[(,:]){_TAIL}")
 _PY_BLOCK = re.compile(r"[ \t]*(?:(?:el)?if[ \t]+\S.*|else|try|finally|except\b.*|(?:async[ \t]+)?(?:for|with)[ \t]+\S.*"
                        r"|while[ \t]+\S.*|match[ \t]+\S.*|case[ \t]+\S.*):[ \t]*(?:\#.*)?$")
+# ... or one going on after a ``\`` (``if m.group(1).startswith("ERROR") \``): its ``:`` is on a line below
+_PY_BLOCK_START = re.compile(r"[ \t]*(?:(?:el)?if|except|(?:async[ \t]+)?(?:for|with)|while)[ \t(]")
 _MAX_TYPE = 2048  # characters of a type expression: longer is no annotation
 _MAX_DEPTH = 32  # type nesting (``X[Y[Z]]``, ``&&T``): deeper is no type
 _REF_TAIL = re.compile(r"(?:'\w+[ \t]+)?(?:mut[ \t]+)?")  # always matches (maybe empty)
@@ -170,7 +175,7 @@ class _Parser:
                 return False
             parts.append(m.group())
             self.pos = m.end()
-            sep = next((s for s in (".", "::") if self.peek(s)), None)
+            sep = next((s for s in (".", "::") if self.peek(s) and not self.peek("...")), None)
             if sep is None:
                 break
             self.pos += len(sep)
@@ -183,8 +188,8 @@ class _Parser:
         self.digits |= not known and any(c.isdigit() for c in head)
         if self.pos < self.end and self.text[self.pos] in "[<" and not self.arguments(literal=head == "Literal"):
             return False
-        while self.peek("?") or self.peek("[]"):
-            self.pos += 1 if self.peek("?") else 2
+        while self.peek("?") or self.peek("[]") or self.peek("..."):  # ``T?``, ``T[]``, Swift's variadic ``T...``
+            self.pos += 1 if self.peek("?") else 2 if self.peek("[]") else 3
         return True
 
     def arguments(self, *, literal: bool, listed: bool = False) -> bool:
@@ -301,15 +306,34 @@ class Annotations:
             if (ix.triple[line] - ix.triple[parent]) % 2:
                 return False  # inside a string literal that opens after the declaration
             text = ix.line(parent)
-            if not (_PY_BLOCK.match(text) or (brackets and text.rstrip(" \t").endswith(("(", "[", "{", ",")))):
-                return bool(header.match(text))
+            if not (_PY_BLOCK.match(text) or (text.endswith("\\") and _PY_BLOCK_START.match(text))):
+                if header.match(text):  # ``def f(``: a header, though it leaves a bracket open
+                    return True
+                if not (brackets and text.rstrip(" \t").endswith(("(", "[", "{", ","))):
+                    return False
             parent = ix.parent[parent]  # ``if x:``: the declaration is further up
         return False
+
+    def call_above(self, at: int) -> bool:
+        """Whether the line holding ``at`` (only indentation before it) is an argument of a call
+        opened above: its nearest less-indented line (past blank lines and comments) ends with
+        ``(`` (``SignedJWTParameters(``, in code or a docstring's example)."""
+        text, line_start = self.text, at
+        while line_start and text[line_start - 1] in " \t":
+            line_start -= 1
+        if line_start and text[line_start - 1] != "\n":
+            return False
+        if self._index is None:
+            self._index = _Index(self.text)
+        ix = self._index
+        parent = ix.parent[bisect.bisect_right(ix.starts, line_start) - 1]
+        return parent >= 0 and ix.line(parent).rstrip(" \t").endswith("(")
 
 
 class _Index:
     """Each line's start, its parent (the nearest line above with less indentation that is not
-    blank, a comment or a closing line; -1: none) and the triple quotes before it."""
+    blank, a comment, a closing line or the continuation of a line ending with ``\\``; -1: none)
+    and the triple quotes before it."""
 
     def __init__(self, text: str) -> None:
         self.text = text
@@ -317,11 +341,13 @@ class _Index:
         self.parent: list[int] = []
         self.triple = [0]
         stack: list[tuple[int, int]] = []  # (indent, line) of the open lines, indents increasing
+        goes_on = False  # the line before ended with ``\\``: this one is its continuation
         for n, start in enumerate(self.starts):
             line = self.line(n)
             stripped = line.lstrip(" \t")
             indent = len(line) - len(stripped)
-            skip = not stripped or stripped.startswith(("#", "//", ")", "]", "}"))
+            skip = not stripped or goes_on or stripped.startswith(("#", "//", ")", "]", "}"))
+            goes_on = line.endswith("\\")
             if skip:  # a parent for it all the same, without closing any open line
                 k = bisect.bisect_left(stack, (indent, -1)) - 1
                 self.parent.append(stack[k][1] if k >= 0 else -1)

@@ -75,10 +75,14 @@ subscript of a name (``tokenizer.expect(``, ``getpass()``, ``headers["x"]``; not
 a password), starts with ``lambda``, ``await``, ``new``, ``not``, or is ``self.x``/``this.x``; a
 bare (dotted) name only where the line says code: a declaration (``const``, ``let``, ``var``,
 ``my $``, ``final String``...), tuple unpacking (``user, passwd = creds``), ``self.x = y``, a
-keyword argument (``f(a, password=pw)``); any unquoted value but a number after ``=`` on a line of a
-Python function or class body (``meta_key = header``, ``x_key = StashKey[IO[bytes]]()``; a keyword
-argument of a call opened above too); an expression whose brackets close past a space
-(``StashKey[Config | None]()``); a bare name or number that an expression goes on
+keyword argument (``f(a, password=pw)``, or on a line of its own in a call opened on a line above:
+``signing_key=private_key_pem,``, in a docstring's example too), a quoted key's variable holding
+``_``, ``.`` or camelCase humps (``"password": t_string,``; not ``"password": hunter2,``); any
+unquoted value but a number after ``=`` on a line of a Python function or class body (``meta_key =
+header``, ``out_token = Generic.Error``; its ``def`` may span lines, a block header go on after a
+``\\``; a keyword argument of a call opened above too); a subscript called
+(``pastebinfile_key = StashKey[IO[bytes]]()``, anywhere; not ``Xk29d[ab]()``); an expression whose
+brackets close past a space (``StashKey[Config | None]()``); a bare name or number that an expression goes on
 from (``explicit_token = token is not None``, ``X_KEY = BASE + 1``, ``a = b = c``, ``a if b else
 c``, ``cond ? x : y``; after a name with a digit only ``is``/``==``/a conditional: ``{api_key:
 abcd1234 - prod}`` is a value). ``PASSWORD=hunter2``, ``password = hunter2``,
@@ -100,10 +104,20 @@ validate families in pfkey_send_migrate()``), messages (``EncodeToken: Unable to
 A passphrase holding none (``password: correct horse battery``) or not opening with a plain word
 (``password: Tr0ub4dor to the moon``) stays a value, as does any ``NAME=several words``.
 
-Left alone (false positives are kept few, not absent: a schema's ``"password": "string?"`` is
-still redacted): values under 4 characters (the whole value: a
+**Patterns** are not values (``leanctx.context.secret_regex``): a JavaScript regex literal holding
+regex syntax (``const UNEXPECTED_TOKEN = /^Unexpected token '?(.)'?(,)? /i``; not ``password =
+/Tr0ub4dor&3/``), a raw string holding a character class and an operator (``jsonnet_token =
+r'[^\\W\\d]\\w*'``; not ``r'C0mpl3x\\Pass'``).
+
+Left alone (false positives are kept few, not absent): values under 4 characters (the whole value: a
 phrase counts whole, so ``sk with spaces`` is redacted although ``sk`` is short), placeholders
-(``${VAR}``, ``<your key>``, ``changeme``, ``value``, ``xxxx``...), references (``os.environ[...]``,
+(``${VAR}``, ``<your key>``, ``value``, ``xxxx``, a mask ``:****``, the placeholder words of
+``secret_providers.PLACEHOLDER_WORDS`` in every rule: ``pass``, ``password``, ``token``, ``secret``,
+``changeme``, ``YOUR_API_KEY``, ``your-password``; after a name, lowercase or uppercase only:
+``access_token: "Token"`` is redacted; ``-U user%pass,`` before a sentence's ``,`` too), a schema's
+type word (``"password": "string?"``, ``"passphrase": "string"``), the name itself in any case or
+separators (``CHALLENGE_PASSWORD: "challengePassword"``, ``API_KEY = "api-key"``), a quoted symbol
+of lowercase words (``"passwd:gecos"``; not ``"password:hunter2"``), references (``os.environ[...]``,
 ``os.getenv(...)``, ``process.env.X``, ``$(cmd)``), f-strings and bracketed structures, a
 variable passed on under its own name (``password=password``), walrus assignments, and
 several-word values that read as code (brackets, ``=``, ``|``, quotes, ``is not``, ``None``,

@@ -14,6 +14,7 @@ from ..registry import Caller, tool
 Action = Literal["register", "list", "post", "read", "claim", "release", "sync", "diary", "recall_diary",
                  "poll_events", "heartbeat", "budget"]
 DEFAULT_CHANNEL = "general"
+POLL_LINE_CHARS = 160  # poll_events: an event's fields in the text, cut with "…" past this
 
 
 class AgentArgs(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -125,11 +126,13 @@ def _read(lc: Any, caller: Caller, a: AgentArgs) -> dict[str, Any]:
 
 def _claim(lc: Any, caller: Caller, a: AgentArgs) -> dict[str, Any]:
     from ...commands.scent import ClaimScent
+    from ...projections.scent import format_age
 
     _need(a, "target")
     v = _dispatch(lc, caller, ClaimScent(target=a.target or ""))
+    held = f" for {format_age(v.active_for_seconds)}" if v.active_for_seconds else ""
     extra = f"; took over {v.took_over_from}'s lapsed claim" if v.took_over_from else ""
-    return {"text": f"{'refreshed claim on' if v.refreshed else 'claimed'} {v.target}{extra}", "mark": v}
+    return {"text": f"{'refreshed claim on' if v.refreshed else 'claimed'} {v.target}{held}{extra}", "mark": v}
 
 
 def _release(lc: Any, caller: Caller, a: AgentArgs) -> dict[str, Any]:
@@ -189,7 +192,8 @@ def _poll(lc: Any, caller: Caller, a: AgentArgs) -> dict[str, Any]:
     for e in res.events:
         data = {k: v for k, v in payload_dict(e.payload).items() if k != "kind" and v not in (None, "", [], {})}
         body = " ".join(f"{k}={v}" for k, v in data.items())
-        lines.append(f"{e.position} {e.kind} by {e.actor or '-'}: {body[:160]}")
+        body = body if len(body) <= POLL_LINE_CHARS else body[: POLL_LINE_CHARS - 1] + "…"  # cut: said
+        lines.append(f"{e.position} {e.kind} by {e.actor or '-'}: {body}")
     lines.append(f"[next since={res.next_cursor}]")
     return {"text": "\n".join(lines), "events": [e.to_dict() for e in res.events], "next_cursor": res.next_cursor}
 

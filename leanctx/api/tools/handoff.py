@@ -1,5 +1,8 @@
 """``ctx_handoff``: hand your work to another agent as a signed bundle, or take over another
-agent's work from one (see ``leanctx.commands.handoff``)."""
+agent's work from one (see ``leanctx.commands.handoff``).
+
+``create`` without ``out``: the text ends with the bundle (one line), since the text is all an MCP
+client shows the model; ``import`` with ``bundle`` takes that line with or without its final newline."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from ...errors import InvalidInput
 from ..registry import Caller, tool
 
 Action = Literal["create", "import", "list", "show"]
+BUNDLE_LINE = "bundle (the receiver runs ctx_handoff import bundle=<the next line>; out=FILE saves it instead):"
 
 
 class HandoffArgs(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -48,8 +52,8 @@ def created_text(v: Any, out: str | None = None) -> str:
 
 
 def imported_text(v: Any) -> str:
-    lines = [f"handoff {v.handoff_id} from {v.sender} verified (signer {v.signer} {v.fingerprint}) → "
-             f"{v.receiver} session {v.session_id}; applied: {', '.join(v.applied) or 'nothing'}"]
+    lines = [(f"handoff {v.handoff_id} from {v.sender} verified (signer {v.signer} {v.fingerprint}) → "
+              f"{v.receiver} session {v.session_id}; applied: {', '.join(v.applied) or 'nothing'}")]
     if getattr(v, "trust_note", None):
         lines.append(f"trust: {v.trust_note}")
     if v.message:
@@ -106,7 +110,9 @@ def ctx_handoff(lc: Any, caller: Caller, a: HandoffArgs) -> dict[str, Any]:
         v = _dispatch(lc, caller, CreateHandoff(knowledge=a.knowledge, diary_limit=a.diary_limit, message=a.message))
         if a.out:
             _path(caller, a.out).write_text(v.bundle)
-        return {"text": created_text(v, a.out), "handoff": v}
+            return {"text": created_text(v, a.out), "handoff": v}
+        # not saved: the text is all the model has to hand over, so it carries the bundle (one line)
+        return {"text": f"{created_text(v)}\n{BUNDLE_LINE}\n{v.bundle.strip()}", "handoff": v}
     if a.action == "import":
         if (a.path is None) == (a.bundle is None):
             raise InvalidInput("INVALID_ARGUMENT", "ctx_handoff import needs path or bundle (one of them)")
@@ -115,8 +121,8 @@ def ctx_handoff(lc: Any, caller: Caller, a: HandoffArgs) -> dict[str, Any]:
                 text = _path(caller, a.path).read_bytes().decode("utf-8")
             except (OSError, UnicodeError) as exc:
                 raise InvalidInput("HANDOFF_INVALID", f"cannot read {a.path}: {exc}") from None
-        else:
-            text = a.bundle or ""
+        else:  # as the model copies it from a text: its one final newline may be missing
+            text = (a.bundle or "").rstrip("\r\n") + "\n"
         v = _dispatch(lc, caller, ImportHandoff(bundle=text, apply_knowledge=a.apply_knowledge,
                                                 apply_session=a.apply_session, apply_workflow=a.apply_workflow,
                                                 lease_seconds=a.lease_seconds))

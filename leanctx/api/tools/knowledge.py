@@ -87,7 +87,8 @@ def _resolve(lc: Any, caller: Caller, a: KnowledgeArgs) -> dict[str, Any]:
 
     _need(a, "key")
     v = _dispatch(lc, caller, ResolveKnowledge(key=a.key or "", value=a.value))
-    return {"text": f"resolved {v.key} = {v.value}", "resolved": v}
+    dropped = f" (discarded {'; '.join(v.discarded)})" if v.discarded else ""
+    return {"text": f"resolved {v.key} = {v.value}{dropped}", "resolved": v}
 
 
 def _consolidate(lc: Any, caller: Caller, a: KnowledgeArgs) -> dict[str, Any]:

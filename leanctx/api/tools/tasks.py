@@ -54,7 +54,8 @@ def _id(a: TaskArgs) -> str:
 def _result(lc: Any, caller: Caller, command: Any) -> dict[str, Any]:
     r = lc.bus.dispatch(command, actor=caller.agent_id, session_id=caller.session_id, project=caller.project).value
     head = "unchanged: " if r.unchanged else ""
-    return {"text": head + _line(r.task), "task": r.task, "events": r.events, "unchanged": r.unchanged}
+    tail = f", recovered from {r.task.previous_owner}" if "task.recovered" in r.events and r.task.previous_owner else ""
+    return {"text": head + _line(r.task) + tail, "task": r.task, "events": r.events, "unchanged": r.unchanged}
 
 
 @tool("ctx_task", category="session", args=TaskArgs, description="""
@@ -83,8 +84,10 @@ def ctx_task(lc: Any, caller: Caller, a: TaskArgs) -> dict[str, Any]:
         t = get_task(lc.projections.reader("tasks"), channel, _id(a), now=clock.now())
         if t is None:
             raise CommandError("TASK_NOT_FOUND", f"no task {a.task_id!r} in channel {channel!r}; see ctx_task list")
-        extra = [f"  {k}: {v}" for k, v in (("depends_on", t.depends_on), ("files", t.files_hint),
-                                               ("acceptance", t.acceptance), ("recovery", t.recovery_reason)) if v]
+        extra = [f"  {k}: {', '.join(v) if isinstance(v, list) else v}" for k, v in (
+            ("created_by", t.created_by), ("depends_on", t.depends_on), ("files", t.files_hint),
+            ("acceptance", t.acceptance), ("branch", t.branch), ("previous_owner", t.previous_owner),
+            ("recovery", t.recovery_reason), ("handoff", t.handoff_id)) if v]
         return {"text": "\n".join([_line(t), *extra]), "task": t}
     if a.action == "create":
         if not a.title:

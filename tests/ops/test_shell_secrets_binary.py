@@ -123,7 +123,9 @@ def test_env_values_named_secret_are_scrubbed_wherever_the_command_prints_them(l
     r = run_shell(lc, f'echo "pw=$DB_PASSWORD"; {lines}; echo "again $DB_PASSWORD"; echo "$PLAIN_VALUE"',
                   env_passthrough={"DB_PASSWORD": ENV_SECRET, "PLAIN_VALUE": "justAnOrdinaryValue"}, actor="a")
     assert ENV_SECRET not in r.text
-    assert "pw=[REDACTED:echoed]" in r.text and "justAnOrdinaryValue" in r.text  # a value not named secret stays
+    # the echoed value is caught (by the echo rule, or first by the ``pw=`` assignment rule)
+    assert re.search(r"pw=\[REDACTED:(echoed|assignment)\]", r.text) and "again [REDACTED:echoed]" in r.text
+    assert "justAnOrdinaryValue" in r.text  # a value not named secret stays
     assert r.redactions >= 2
     lc.close()
     assert_nowhere(tmp_path / "data", [ENV_SECRET])

@@ -1,4 +1,9 @@
-"""Language detection by file name (and shebang), and each language's comment syntax."""
+"""Language detection by file name (and shebang), and each language's comment syntax.
+
+``GRAMMAR_LANGUAGES``: the languages whose tree-sitter grammar ``tree_sitter_language_pack``
+bundles under the same name; ``aggressive`` finds their comments and strings from a parse
+(``modes.comments``). ``comment_syntax`` (comment tokens only) serves line-level checks that need
+no parse, such as ``entropy``'s comment rulers."""
 
 from __future__ import annotations
 
@@ -10,8 +15,10 @@ import msgspec
 
 __all__ = [
     "CODE_LANGUAGES",
-    "CommentSyntax",
+    "DATA_LANGUAGES",
+    "GRAMMAR_LANGUAGES",
     "TREE_SITTER_LANGUAGES",
+    "CommentSyntax",
     "comment_syntax",
     "detect_language",
 ]
@@ -49,6 +56,10 @@ _SHEBANG_LANG = {"python": "python", "python3": "python", "bash": "bash", "sh": 
 TREE_SITTER_LANGUAGES: Final = frozenset({
     "python", "javascript", "typescript", "tsx", "rust", "go", "java", "c", "cpp", "csharp", "ruby",
     "php", "kotlin", "swift", "scala", "bash", "lua", "elixir", "haskell", "zig",
+})
+GRAMMAR_LANGUAGES: Final = TREE_SITTER_LANGUAGES | frozenset({
+    "dart", "objc", "proto", "css", "make", "dockerfile", "yaml", "toml", "r", "perl", "julia", "nim", "cmake",
+    "hcl", "ini", "sql", "html", "xml", "vue", "svelte", "clojure", "erlang", "ocaml", "fsharp", "json", "markdown",
 })
 DATA_LANGUAGES: Final = frozenset({"json", "yaml", "toml", "ini", "xml", "csv", "lock", "log", "text", "markdown"})
 CODE_LANGUAGES: Final = frozenset(set(_EXT.values()) | set(_NAMES.values())) - DATA_LANGUAGES - {"html", "css"}

@@ -13,10 +13,17 @@ import msgspec
 from leanctx.context.errors import ReadInvalidMode, ReadMissingInput
 from leanctx.context.langs import detect_language
 from leanctx.context.modes.auto import choose_mode
-from leanctx.context.modes.basic import diff_texts, parse_ranges, render_diff, render_full, render_lines
+from leanctx.context.modes.basic import (
+    diff_texts,
+    parse_ranges,
+    render_diff,
+    render_full,
+    render_lines,
+)
+from leanctx.context.modes.entropy import render_entropy
 from leanctx.context.modes.outline import render_map, render_signatures
 from leanctx.context.modes.rendered import Rendered, source_lines
-from leanctx.context.modes.strip import render_aggressive, render_entropy, strip_comments
+from leanctx.context.modes.strip import render_aggressive, strip_comments
 from leanctx.context.modes.task import render_task
 
 __all__ = [

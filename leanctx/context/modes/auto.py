@@ -18,6 +18,12 @@ outline worth sending: ``full`` (capped by the read like any answer, the rest ar
 when the structural view ``auto`` picked comes out empty (no declarations found: a script of
 top-level statements), ``read`` sends the file in full instead and the reason says so; an
 empty outline is not a saving.
+
+Data is sent as what it can lose and keep its meaning: a log its repeated and low-information
+lines (``entropy``), YAML, TOML, INI and XML their comments (``aggressive``: their grammar knows
+them), and JSON, CSV, lock files, markdown and plain text nothing (``full``, capped): every line
+of them carries structure or content (``entropy`` once dropped closing braces, repeated keys and
+code fences there).
 """
 
 from __future__ import annotations
@@ -44,6 +50,10 @@ _INTENTS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\b(api|interface|signatures?|types?|declarations?|exports?)\b", re.IGNORECASE), "signatures"),
 ]
 
+
+# data whose comments can go without changing it (its grammar knows them: ``modes.comments``);
+# JSON, CSV, lock files, prose and markdown have nothing to drop that is not content
+_COMMENTED_DATA = frozenset({"yaml", "toml", "ini", "xml"})
 
 # a fix needs bodies: such an intent never asks for an outline ("fix the type error" is no request
 # for types); it gets the lines relevant to it, like an intent that names no mode
@@ -90,8 +100,12 @@ def choose_mode(path: str, text: str, language: str, intent: str | None, has_old
     if width > DENSE_LINE_CHARS and language not in DATA_LANGUAGES:
         return "full", (f"{language} of {size} averaging {width:,} characters a line (minified or generated): "
                         f"no outline to give{said}")
-    if language in DATA_LANGUAGES:
-        return "entropy", f"{language} data of {size}: repeated and low-information lines dropped{said}"
+    if language in DATA_LANGUAGES:  # what a data file can lose and keep its meaning
+        if language == "log":
+            return "entropy", f"log of {size}: repeated and low-information lines dropped{said}"
+        if language in _COMMENTED_DATA:
+            return "aggressive", f"{language} data of {size}: comments and blank lines dropped{said}"
+        return "full", f"{language} of {size}: every line carries structure or content{said}"
     if uses_tree_sitter(language) or language in CODE_LANGUAGES:
         if n > LARGE_LINES:
             return "map", f"large {language} file ({size}): dependencies and outline{said}"

@@ -19,16 +19,8 @@ import pytest
 from leanctx import clock
 from leanctx.api import registry
 from leanctx.api.registry import Caller
-from leanctx.app import LeanCtx
 
-from .test_registry import _Set
-
-
-@pytest.fixture
-def lc(tmp_path: Path) -> Any:
-    app = LeanCtx(tmp_path / "e.db")
-    yield app
-    app.close()
+from .test_registry import _Set, lc  # noqa: F401  (lc: the registry tests' fixture, one log per test)
 
 
 @pytest.fixture

@@ -215,8 +215,10 @@ def test_the_savings_chart_and_tables_render_the_snapshot(live: Served, tab: Cal
     raw_end = float(chart.locator("polyline[data-series=raw]").get_attribute("points").split()[-1].split(",")[1])
     sent_end = float(chart.locator("polyline[data-series=sent]").get_attribute("points").split()[-1].split(",")[1])
     assert (raw_end < sent_end) == (sum(p["raw_tokens"] for p in series) > sum(p["sent_tokens"] for p in series))
-    # measured in one call in the page: a live refresh may swap the chart between two calls
-    assert chart.evaluate("e => e.getBoundingClientRect().height") > 100
+    # measured in the page, polled: a live refresh may swap the chart, and the new one has no
+    # layout until the next frame (its height reads 0 there, seen once under load)
+    page.wait_for_function("() => { const e = document.querySelector('[data-testid=savings-chart]');"
+                           " return e !== null && e.getBoundingClientRect().height > 100; }", timeout=10_000)
     totals = sv["totals"]
     assert page.inner_text("[data-testid=total-raw]") == f"{totals['raw_tokens']:,}"
     assert page.inner_text("[data-testid=total-sent]") == f"{totals['sent_tokens']:,}"

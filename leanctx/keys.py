@@ -80,10 +80,17 @@ def b64(raw: bytes) -> str:
 
 
 def unb64(text: str) -> bytes:
+    """``text`` decoded; only the one canonical spelling of its bytes is accepted. The last
+    character before ``=`` padding has unused low bits: ``...w==`` and ``...x==`` decode alike,
+    and a signed document whose signature could be respelled would be a changed file that still
+    verifies."""
     try:
-        return base64.b64decode(text.encode("ascii"), validate=True)
+        raw = base64.b64decode(text.encode("ascii"), validate=True)
     except (ValueError, UnicodeError) as exc:
         raise InvalidInput(KEY_INVALID_FILE, f"not base64: {text[:40]!r}") from exc
+    if b64(raw) != text:
+        raise InvalidInput(KEY_INVALID_FILE, f"not canonical base64 (unused bits set): {text[:40]!r}")
+    return raw
 
 
 def pub_line(pub: bytes, key_id: str) -> str:

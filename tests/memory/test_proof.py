@@ -18,6 +18,7 @@ import pytest
 
 from leanctx import keys, proof
 from leanctx.app import LeanCtx
+from leanctx.errors import InvalidInput
 from leanctx.commands.agents import RegisterAgent
 from leanctx.commands.chat import PostMessage
 from leanctx.commands.tasks import ClaimTask, CompleteTask, CreateTask
@@ -109,6 +110,28 @@ def test_every_byte_change_is_refused(built: tuple[Path, dict, Path]) -> None:
         changed = bytearray(data)
         changed[start + (1 if data[start] == ord('"') and m.end(1) - start > 2 else 0)] ^= 0x02
         assert proof.check_file(bytes(changed)).differences, m.group(0)
+
+
+def test_a_respelled_signature_is_refused(built: tuple[Path, dict, Path]) -> None:
+    """A signature's last base64 character before ``==`` has unused bits: setting one spells
+    the same bytes. Only the canonical spelling is accepted, so that changed file is refused (the
+    byte-flip test above hit this on one random flip in ~64)."""
+    import base64
+
+    _, _, jp = built
+    data = jp.read_bytes()
+    m = re.search(rb'"signature": "([A-Za-z0-9+/]+)(=*)"', data)
+    assert m is not None and m.group(2) == b"=="
+    alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+    last = m.end(1) - 1
+    changed = bytearray(data)
+    changed[last] = alphabet[alphabet.index(data[last]) ^ 1]  # a bit the 64 bytes do not use
+    sig = m.group(1) + m.group(2)
+    respelled = bytes(changed[m.start(1):m.end(2)])
+    assert respelled != sig and base64.b64decode(respelled) == base64.b64decode(sig)  # the premise
+    assert proof.check_file(bytes(changed)).differences
+    with pytest.raises(InvalidInput):
+        keys.unb64(respelled.decode())
 
 
 def test_edited_figures_resigned_with_a_trusted_key_are_named(built: tuple[Path, dict, Path], project: Path) -> None:

@@ -118,7 +118,9 @@ def _cap_notice(cap: int, aid: str, k: int, chars: int, line_len: int, total: in
 
 
 def _plural(n: int, word: str) -> str:
-    """``1 line``, ``1200 lines`` (no thousands separator, like the headers' line counts)."""
+    """``1 line``, ``1200 lines`` (no thousands separator, like the headers' line counts): the
+    rule of ``leanctx.context.modes.rendered.plural``, not imported from there because importing
+    that package loads every read mode (~12 ms on each command start)."""
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 

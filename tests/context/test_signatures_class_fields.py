@@ -10,16 +10,16 @@ the real CLI."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from leanctx.context.modes import read
+
+from .test_signatures_fields import cli_signatures
 
 
 def _rows(path: str, src: str, mode: str = "signatures") -> list[str]:
@@ -171,13 +171,6 @@ def test_map_lists_no_fields() -> None:
 
 
 def test_cli_signatures_shows_class_fields(tmp_path: Path) -> None:
-    (tmp_path / "foo.ts").write_text(TS)
-    (tmp_path / "c.js").write_text(JS)
-    exe = Path(sys.executable).with_name("lean-ctx")
-    env = {**os.environ, "LEAN_CTX_HOME": str(tmp_path / "home"), "LEAN_CTX_NO_DAEMON": "1"}
-    p = subprocess.run([str(exe), "read", "--mode", "signatures", "foo.ts", "c.js"], check=False,
-                       capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
-    assert p.returncode == 0, p.stderr
-    out = p.stdout.splitlines()
+    out = cli_signatures(tmp_path, {"foo.ts": TS, "c.js": JS})
     assert any(r.startswith("1 export class Foo<T> extends Base implements I {private readonly bar; ") for r in out)
     assert "17 module.exports.Other = class Other {w=[]}" in out

@@ -213,14 +213,19 @@ def test_other_classes_and_languages_are_unchanged() -> None:
     assert _rows("p.go", go)[0] == "3 type Point struct"
 
 
-def test_cli_signatures_shows_fields(tmp_path: Path) -> None:
-    (tmp_path / "models.py").write_text(DATA)
-    (tmp_path / "opts.ts").write_text(TS)
+def cli_signatures(tmp_path: Path, files: dict[str, str]) -> list[str]:
+    """The rows of ``lean-ctx read --mode signatures`` over ``files`` (name: text) written in ``tmp_path``."""
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
     exe = Path(sys.executable).with_name("lean-ctx")
     env = {**os.environ, "LEAN_CTX_HOME": str(tmp_path / "home"), "LEAN_CTX_NO_DAEMON": "1"}
-    p = subprocess.run([str(exe), "read", "--mode", "signatures", "models.py", "opts.ts"], check=False,
+    p = subprocess.run([str(exe), "read", "--mode", "signatures", *files], check=False,
                        capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
     assert p.returncode == 0, p.stderr
-    out = p.stdout.splitlines()
+    return p.stdout.splitlines()
+
+
+def test_cli_signatures_shows_fields(tmp_path: Path) -> None:
+    out = cli_signatures(tmp_path, {"models.py": DATA, "opts.ts": TS})
     assert ROWS["Msg"] in out and ROWS["User"] in out and ROWS["Point"] in out
     assert '9 export type Shape = {kind: "circle"; radius: number}' in out

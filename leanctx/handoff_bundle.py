@@ -178,7 +178,8 @@ def parse(raw: bytes | str) -> dict[str, Any]:
         raise InvalidInput(HANDOFF_INVALID, "not a handoff bundle: a bundle is a JSON object")
     if encode(obj) != data:
         raise CommandError(HANDOFF_TAMPERED, "the bundle's bytes are not the canonical bytes its sender wrote "
-                           "(it was edited); ask the sender for a fresh `lean-ctx handoff create`")
+                           "(it was edited); ask the sender for a fresh one (ctx_handoff action=create, "
+                           "or `lean-ctx handoff create`)")
     return obj
 
 

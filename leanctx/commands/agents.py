@@ -255,7 +255,8 @@ def bound_key_at(ctx: CommandContext, agent_id: str, position: int | None) -> tu
 def _known(ctx: CommandContext, ref: str) -> AgentView:
     agent = find_agent(ctx.conn, ref, now=ctx.now, project_root=None)
     if agent is None:
-        raise CommandError("AGENT_NOT_FOUND", f"no agent {ref!r} is registered; see `lean-ctx agent list`")
+        raise CommandError("AGENT_NOT_FOUND", f"no agent {ref!r} is registered; see the agents (ctx_agent action=list,"
+                           " or `lean-ctx agent list`)")
     return agent
 
 
@@ -264,8 +265,8 @@ def _left_error(agent: AgentView) -> CommandError:
     return CommandError(
         "AGENT_LEFT",
         f"agent {agent.name} ({agent.agent_id}) {how} at {agent.left_at} ({agent.left_reason}); register again to"
-        f" rejoin with the same id: `lean-ctx agent register --type {agent.agent_type} --role {agent.role}"
-        f" --id {agent.agent_id}`",
+        f" rejoin with the same id (ctx_agent action=register role={agent.role}, or `lean-ctx agent register"
+        f" --type {agent.agent_type} --role {agent.role} --id {agent.agent_id}`)",
         agent_id=agent.agent_id,
         reason=agent.left_reason,
     )

@@ -156,7 +156,8 @@ def _existing(ctx: CommandContext, key: str):  # type: ignore[no-untyped-def]
     entry = get_entry(ctx.conn, check_key(key))
     if entry is None:
         raise NotFound("KNOWLEDGE_NOT_FOUND",
-                       f"no fact with key {key.strip()!r}; see `lean-ctx knowledge status` or `recall`")
+                       f"no fact with key {key.strip()!r}; look it up (ctx_knowledge action=recall query={key.strip()},"
+                       f" or `lean-ctx knowledge recall {key.strip()}`)")
     return entry
 
 
@@ -315,7 +316,7 @@ def parse_jsonl(text: str) -> tuple[ImportEntry, ...]:
         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
             raise InvalidInput("KNOWLEDGE_INVALID_IMPORT",
                                f"line {n} is not a knowledge entry ({exc}); expected JSON lines as written by "
-                               "`lean-ctx knowledge export`") from None
+                               "ctx_knowledge action=export or `lean-ctx knowledge export`") from None
     return tuple(entries)
 
 
@@ -324,6 +325,7 @@ def entry_lines(e) -> list[str]:  # e: KnowledgeEntry
     src = f" (source: {e.source})" if e.source else ""
     lines = [f"{e.key} [{e.category}] = {e.value}  conf {e.confidence:.2f}, by {e.agent} at {e.ts[:19]}{src}"]
     if e.conflict:
-        lines.append(f"  ⚠ CONFLICT on {e.key}: agents disagree — resolve with `knowledge resolve {e.key} [VALUE]`")
+        lines.append(f"  ⚠ CONFLICT on {e.key}: agents disagree — resolve it (ctx_knowledge action=resolve"
+                     f" key={e.key} value=VALUE, or `lean-ctx knowledge resolve {e.key} [VALUE]`)")
         lines.extend(f"    {a.agent} at {a.ts[:19]}: {a.value}" for a in e.alternatives)
     return lines

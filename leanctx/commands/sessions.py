@@ -135,7 +135,8 @@ def load(ctx: CommandContext, cmd: LoadSession) -> SessionAck:
     sid = session_of(me, ctx.session_id)
     name = _name(cmd.snapshot)
     if get_snapshot(ctx.conn, name, project=ctx.project or "") is None:
-        raise CommandError("SESSION_SNAPSHOT_NOT_FOUND", f"no saved session {name!r}; see `lean-ctx session list`")
+        raise CommandError("SESSION_SNAPSHOT_NOT_FOUND", f"no saved session {name!r}; see the snapshots"
+                           " (ctx_session action=list, or `lean-ctx session list`)")
     ctx.emit(stream_of(sid), SessionLoaded(session_id=sid, agent_id=me, name=name))
     return SessionAck(sid, me, "load", ctx.ts, name)
 

@@ -38,8 +38,9 @@ def handover_row(ctx: CommandContext, channel: str, task_id: str, *, sender: str
         return None
     if owner is None:
         raise CommandError("TASK_HANDOVER_NOT_SENDERS",
-                           f"nobody owns {where} here ({row['status']}), {sender} does not any more: claim it with "
-                           f"`lean-ctx chat task claim {row['task_id']} --channel {row['channel']}`")
+                           f"nobody owns {where} here ({row['status']}), {sender} does not any more: claim it "
+                           f"(ctx_task action=claim task_id={row['task_id']} channel={row['channel']}, "
+                           f"or `lean-ctx chat task claim {row['task_id']} --channel {row['channel']}`)")
     if owner != sender:
         raise CommandError("TASK_HANDOVER_NOT_SENDERS",
                            f"{where} is owned by {owner}, not by {sender} who sent the handoff: it stays with {owner}")

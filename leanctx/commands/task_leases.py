@@ -62,11 +62,13 @@ def claim(ctx: CommandContext, cmd: ClaimTask) -> TaskResult:
 
 def _held_lease(ctx: CommandContext, row: dict[str, Any], actor: str, what: str) -> None:
     if not _lease_guard(ctx, row, actor, what):
+        tid = row["task_id"]
+        reopen = (f"; or reopen it (ctx_task action=update task_id={tid} status=open, or `lean-ctx chat task update"
+                  f" {tid} --status open`)") if what == "release" and row["status"] != "open" else ""
         raise CommandError(
             "LEASE_NOT_FOUND",
-            f"task {row['task_id']!r} has no lease to {what} (it is {row['status']}); claim it first "
-            "(`lean-ctx chat task claim`)" + (", or reopen it with `task update --status open`"
-                                              if what == "release" and row["status"] != "open" else ""),
+            f"task {tid!r} has no lease to {what} (it is {row['status']}); claim it first (ctx_task action=claim"
+            f" task_id={tid}, or `lean-ctx chat task claim {tid}`)" + reopen,
         )
 
 

@@ -27,14 +27,13 @@ from ..projections.tasks import (
 from .bus import CommandContext
 from .task_commands import TaskResult, _duration, _slug, stream_of
 
-_TASKS = "see `lean-ctx chat task list`"
-
 
 def _load(ctx: CommandContext, channel: str, task_id: str) -> dict[str, Any]:
     channel = _slug(channel, "channel name")
     row = get_row(ctx.conn, channel, _slug(task_id, "task id"))
     if row is None:
-        raise CommandError("TASK_NOT_FOUND", f"no task {task_id!r} in channel {channel!r}; {_TASKS} --channel {channel}")
+        raise CommandError("TASK_NOT_FOUND", f"no task {task_id!r} in channel {channel!r}; see the tasks (ctx_task"
+                           f" action=list channel={channel}, or `lean-ctx chat task list --channel {channel}`)")
     return row
 
 
@@ -100,8 +99,9 @@ def _recover_required(row: dict[str, Any], what: str) -> CommandError:
     return CommandError(
         "LEASE_EXPIRED_RECOVER_REQUIRED",
         f"the lease of {row['owner']} on task {row['task_id']!r} expired at {row['lease_expires_at']}; it is not "
-        f"taken silently: to {what} it, first take it over with `lean-ctx chat task recover {row['task_id']} "
-        f"--channel {row['channel']} --reason '...'`",
+        f"taken silently: to {what} it, first take it over (ctx_task action=recover task_id={row['task_id']} "
+        f"channel={row['channel']} reason=..., or `lean-ctx chat task recover {row['task_id']} "
+        f"--channel {row['channel']} --reason '...'`)",
     )
 
 

@@ -33,6 +33,13 @@ as asked:
   reported with the reason and its code. Without ``apply_workflow`` every task is only
   reported, with what an import with it would do.
 
+``via`` says how the bundle came and is recorded on ``handoff.imported``: ``file`` (a bundle file
+the caller read), ``inline`` (the bundle text itself, e.g. ``ctx_handoff import bundle=``; the
+default, since the command is given text), ``stdin`` (``lean-ctx handoff import -``) or
+``envelope`` (a TransportEnvelopeV1: ``pack receive``, ``POST /v1/a2a/handoff``). The next steps
+a report names (take a task over, apply what was not applied) name the MCP tool action first,
+then the CLI command, both runnable as written.
+
 Codes: HANDOFF_NO_AGENT; create: HANDOFF_NOT_YOUR_SESSION, HANDOFF_INVALID_LIMIT; import:
 HANDOFF_INVALID_VIA, LEASE_INVALID_DURATION (a bad ``lease_seconds`` with ``apply_workflow``), and
 the refusals of verification, HANDOFF_INVALID, HANDOFF_TAMPERED, HANDOFF_UNSIGNED, KEY_UNTRUSTED,
@@ -44,6 +51,8 @@ SIGNATURE_INVALID (see ``leanctx.handoff_bundle``) and HANDOFF_ID_REUSED (see
 
 from __future__ import annotations
 
+import json
+import shlex
 import uuid
 
 import msgspec
@@ -67,6 +76,7 @@ from .sessions import session_of
 from .sessions import stream_of as session_stream
 
 OPEN_STATUSES = ("open", "in_progress", "blocked")
+VIAS = ("file", "inline", "stdin", "envelope")  # how an imported bundle came (see the module doc)
 
 
 def stream_of(handoff_id: str) -> str:
@@ -147,7 +157,7 @@ class ImportHandoff(Command, frozen=True):
     apply_knowledge: bool = False
     apply_session: bool = False
     apply_workflow: bool = False
-    via: str = "file"  # file | envelope
+    via: str = "inline"  # one of VIAS: file | inline | stdin | envelope
     conflict_window_s: float = DEFAULT_WINDOW_S
     lease_seconds: float | None = None  # apply_workflow: the importer's lease (None: the task family's default)
 
@@ -189,14 +199,15 @@ class HandoffImportResult(msgspec.Struct, frozen=True):
     sender_left: bool = False  # the sender deregistered from this log
     trusted_by: int | None = None  # seq of the log's handoff.created that vouched (None: the trust store did)
     trust_note: str | None = None  # e.g. "sender deregistered; trusted by the log's handoff.created at seq N"
+    via: str = "inline"  # how the bundle came (VIAS)
 
 
 @handles(ImportHandoff, emits=("handoff.imported", "session.reset", "session.task_set", "session.noted",
                                "knowledge.remembered", "task.handed_over"), result=HandoffImportResult)
 def import_(ctx: CommandContext, cmd: ImportHandoff) -> HandoffImportResult:
     me = _me(ctx)
-    if cmd.via not in ("file", "envelope"):
-        raise InvalidInput("HANDOFF_INVALID_VIA", "via is 'file' or 'envelope'")
+    if cmd.via not in VIAS:
+        raise InvalidInput("HANDOFF_INVALID_VIA", f"via {cmd.via!r} is not one of {', '.join(VIAS)}")
     obj = hb.parse(cmd.bundle)
     trust = verify_import(ctx, obj)
     v = trust.verified
@@ -244,7 +255,7 @@ def import_(ctx: CommandContext, cmd: ImportHandoff) -> HandoffImportResult:
         b.handoff_id, b.sender.agent_id, v.signer.key_id, v.signer.fingerprint, v.digest, me, sid, applied,
         b.session.task, b.session.step, b.session.total, len(b.session.notes), imported, skipped, reports,
         list(b.files), len(b.diary), b.message, b.created_at, b.project, trust.sender_left, trust.created_seq,
-        trust.note)
+        trust.note, cmd.via)
 
 
 def _workflow(ctx: CommandContext, cmd: ImportHandoff, v: hb.Verified, me: str) -> list[TaskReport]:
@@ -268,14 +279,12 @@ def _workflow(ctx: CommandContext, cmd: ImportHandoff, v: hb.Verified, me: str) 
         except LeanCtxError as exc:
             row, outcome, code, reason = None, "left_alone", exc.code, exc.message
             if code == "TASK_NOT_FOUND":
-                reason = (f"not in this log: create it here (`lean-ctx chat task create --id {t.task_id} --channel "
-                          f"{t.channel}`) if you take it over")
+                reason = _create_hint(t, me)
         else:
             if row is None:
                 outcome, reason = "already_yours", f"{me} already owns it here"
             elif not cmd.apply_workflow:
-                outcome, reason = "can_hand_over", (f"{b.sender.agent_id} owns it here: import with apply_workflow "
-                                                    "(--apply-workflow) to take it over")
+                outcome, reason = "can_hand_over", f"{b.sender.agent_id} owns it here: {apply_hint(cmd.via)}"
             else:
                 lease = task_cmds.hand_over(ctx, row, receiver=me, handoff_id=b.handoff_id,
                                             lease_seconds=lease_seconds).task.lease_expires_at
@@ -292,3 +301,28 @@ def _workflow(ctx: CommandContext, cmd: ImportHandoff, v: hb.Verified, me: str) 
         reports.append(TaskReport(t.channel, t.task_id, t.title, t.status, status_here, owner, outcome, reason,
                                   code, lease))
     return reports
+
+
+def _create_hint(t: hb.BTask, me: str) -> str:
+    """A bundle's task this log does not hold: how to create it here as the importer's."""
+    q = shlex.quote
+    return (f"not in this log: to take it over, create it here as yours (ctx_task action=create task_id={t.task_id} "
+            f"channel={t.channel} title={json.dumps(t.title, ensure_ascii=False)} owner={me}, or `lean-ctx chat task create --id "
+            f"{q(t.task_id)} --channel {q(t.channel)} --title {q(t.title)} --owner {q(me)}`)")
+
+
+def apply_hint(via: str, what: str = "workflow") -> str:
+    """How to import again applying ``what`` (``workflow``, or ``all``), for a bundle that came
+    ``via``: the MCP tool action first, then the CLI command."""
+    goal = "to take it over" if what == "workflow" else "to apply it"
+    if via == "envelope":  # an envelope is applied whole, for the agent of the token
+        return (f"{goal}, receive the envelope again with apply (`lean-ctx pack receive ENVELOPE --apply`, or POST "
+                "it to /v1/a2a/handoff?apply=1 with your X-Agent-Token)")
+    flag = "--apply-workflow" if what == "workflow" else "--apply"
+    cli = f"lean-ctx handoff import - {flag} < FILE" if via == "stdin" else f"lean-ctx handoff import FILE {flag}"
+    if what == "workflow":
+        return (f"{goal}, import again with apply_workflow (ctx_handoff action=import apply_workflow=true with the "
+                f"same path or bundle, or `{cli}`)")
+    return (f"{goal}, import again with what to apply (ctx_handoff action=import apply_session=true "
+            f"apply_knowledge=true apply_workflow=true with the same path or bundle, or `{cli}`, or one of "
+            "--apply-session, --apply-knowledge, --apply-workflow)")

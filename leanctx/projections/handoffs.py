@@ -2,7 +2,9 @@
 ``handoff.imported``, stream ``handoff:<id>``).
 
 - ``handoffs``: handoff id → sender, session, signer key, digest, counts, message (created here).
-- ``handoff_imports``: (handoff id, position) → receiver, session, what was applied, via.
+- ``handoff_imports``: (handoff id, position) → receiver, session, what was applied, ``via`` (how
+  the bundle came, as the event says: file, inline, stdin or envelope; ``file`` for events
+  recorded before ``via`` existed — the event's default).
 """
 
 from __future__ import annotations

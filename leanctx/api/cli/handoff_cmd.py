@@ -85,7 +85,7 @@ def _import(st, text: str, *, knowledge: bool, session: bool, workflow: bool, vi
 @handoff_app.command("import")
 def import_cmd(
     ctx: typer.Context,
-    file: str = typer.Argument(..., help="The bundle file ('-' reads stdin)."),
+    file: str = typer.Argument(..., help="The bundle file ('-' reads stdin; recorded as via stdin)."),
     apply_knowledge: bool = typer.Option(False, "--apply-knowledge", help="Remember the bundle's facts."),
     apply_session: bool = typer.Option(False, "--apply-session", help="Take over the task, findings, decisions."),
     apply_workflow: bool = typer.Option(
@@ -101,7 +101,7 @@ def import_cmd(
     """Verify a bundle against the trust store, then apply what is asked (nothing by default)."""
     text = _text(_read(file, "HANDOFF_INVALID"), "HANDOFF_INVALID", "bundle")
     _import(state(ctx), text, knowledge=apply_knowledge or apply_all, session=apply_session or apply_all,
-            workflow=apply_workflow or apply_all, via="file", json_=json_, lease=lease)
+            workflow=apply_workflow or apply_all, via="stdin" if file == "-" else "file", json_=json_, lease=lease)
 
 
 @handoff_app.command("list")

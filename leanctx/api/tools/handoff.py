@@ -2,7 +2,10 @@
 agent's work from one (see ``leanctx.commands.handoff``).
 
 ``create`` without ``out``: the text ends with the bundle (one line), since the text is all an MCP
-client shows the model; ``import`` with ``bundle`` takes that line with or without its final newline."""
+client shows the model; ``import`` with ``bundle`` takes that line with or without its final newline
+(recorded ``via inline``; with ``path``: ``via file``). The texts here are shared with the CLI
+(``lean-ctx handoff``) and the A2A endpoint: counts in words, how each import came, and next steps
+as the tool action first, then the CLI command."""
 
 from __future__ import annotations
 
@@ -15,7 +18,8 @@ from ...errors import InvalidInput
 from ..registry import Caller, tool
 
 Action = Literal["create", "import", "list", "show"]
-BUNDLE_LINE = "bundle (the receiver runs ctx_handoff import bundle=<the next line>; out=FILE saves it instead):"
+BUNDLE_LINE = ("bundle (the receiver runs ctx_handoff action=import bundle=<the next line>, or saves it to FILE and "
+               "runs `lean-ctx handoff import FILE`; out=FILE saves it instead):")
 
 
 class HandoffArgs(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -43,25 +47,41 @@ def _path(caller: Caller, p: str) -> Path:
     return path if path.is_absolute() else Path(caller.project) / path
 
 
+def _n(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+COUNT_WORDS = (("notes", "note", "notes"), ("knowledge", "fact", "facts"), ("tasks", "open task", "open tasks"),
+               ("files", "file", "files"), ("diary", "diary entry", "diary entries"))
+
+
+def counts_text(c: dict[str, int]) -> str:
+    """A bundle's counts in words: ``2 notes, 1 fact, 0 open tasks, 3 files, 1 diary entry``."""
+    return ", ".join(_n(c.get(k, 0), one, many) for k, one, many in COUNT_WORDS)
+
+
 def created_text(v: Any, out: str | None = None) -> str:
-    c = v.counts
     where = f" → {out}" if out else ""
     return (f"handoff {v.handoff_id} by {v.sender} (session {v.session_id}, key {v.fingerprint}){where}: "
-            f"{c['notes']} notes, {c['knowledge']} facts, {c['tasks']} open tasks, {c['files']} files, "
-            f"{c['diary']} diary entries")
+            f"{counts_text(v.counts)}")
 
 
 def imported_text(v: Any) -> str:
+    from ...commands.handoff import apply_hint
+
     lines = [(f"handoff {v.handoff_id} from {v.sender} verified (signer {v.signer} {v.fingerprint}) → "
-              f"{v.receiver} session {v.session_id}; applied: {', '.join(v.applied) or 'nothing'}")]
+              f"{v.receiver} session {v.session_id} (via {v.via}); applied: {', '.join(v.applied) or 'nothing'}")]
+    if not v.applied:
+        lines.append(f"verified and recorded only: {apply_hint(v.via, 'all')}")
     if getattr(v, "trust_note", None):
         lines.append(f"trust: {v.trust_note}")
     if v.message:
         lines.append(f"message: {v.message}")
     if v.task:
         lines.append(f"task: {v.task}" + (f" — step {v.step}/{v.total}" if v.total else ""))
-    lines.append(f"{v.notes} findings/decisions, {len(v.knowledge_imported)} facts imported "
-                 f"({len(v.knowledge_skipped)} already known), {v.diary} diary entries")
+    lines.append(f"{_n(v.notes, 'finding/decision', 'findings/decisions')}, "
+                 f"{_n(len(v.knowledge_imported), 'fact', 'facts')} imported ({len(v.knowledge_skipped)} already "
+                 f"known), {_n(v.diary, 'diary entry', 'diary entries')}")
     lines += [f"{f.ref} {f.path} {(f.content_hash or '')[:12]}" for f in v.files]
     lines += [f"task {t.channel}/{t.task_id} [{t.status}{'' if t.status_here in (None, t.status) else ' → ' + t.status_here}]"
               f" {t.title}: {t.outcome.replace('_', ' ')}{f' [{t.code}]' if t.code else ''} — {t.reason}"
@@ -74,9 +94,9 @@ def list_handoffs(lc: Any) -> dict[str, Any]:
 
     conn = lc.projections.reader("handoffs")
     created, imported = list_created(conn), list_imported(conn)
-    lines = [f"created  {h.handoff_id} by {h.sender} {h.ts[:19]} {h.counts}" for h in created]
-    lines += [f"imported {i.handoff_id} from {i.sender} by {i.receiver} {i.ts[:19]} applied: "
-              f"{','.join(i.applied) or '-'} via {i.via}" for i in imported]
+    lines = [f"created  {h.handoff_id} by {h.sender} {h.ts[:19]}: {counts_text(h.counts)}" for h in created]
+    lines += [f"imported {i.handoff_id} from {i.sender} by {i.receiver} {i.ts[:19]} via {i.via}, applied: "
+              f"{','.join(i.applied) or 'nothing'}" for i in imported]
     return {"text": "\n".join(lines) or "no handoffs", "created": created, "imported": imported}
 
 
@@ -87,13 +107,15 @@ def show_handoff(lc: Any, handoff_id: str) -> dict[str, Any]:
     conn = lc.projections.reader("handoffs")
     c, imps = get_created(conn, handoff_id), imports_of(conn, handoff_id)
     if c is None and not imps:
-        raise NotFound("HANDOFF_NOT_FOUND", f"no handoff {handoff_id!r} in this log; see `lean-ctx handoff list`")
+        raise NotFound("HANDOFF_NOT_FOUND", f"no handoff {handoff_id!r} in this log; see ctx_handoff action=list, "
+                       "or `lean-ctx handoff list`")
     lines = []
     if c:
         lines.append(f"created {c.ts[:19]} by {c.sender} session {c.session_id} key {c.fingerprint} "
-                     f"digest {c.digest[:16]} {c.counts}" + (f" message: {c.message}" if c.message else ""))
-    lines += [f"imported {i.ts[:19]} by {i.receiver} into {i.session_id} applied: {','.join(i.applied) or '-'}"
-              f" via {i.via} digest {i.digest[:16]}" for i in imps]
+                     f"digest {c.digest[:16]}: {counts_text(c.counts)}" + (f"; message: {c.message}" if c.message
+                                                                          else ""))
+    lines += [f"imported {i.ts[:19]} by {i.receiver} into {i.session_id} via {i.via}, applied: "
+              f"{','.join(i.applied) or 'nothing'}, digest {i.digest[:16]}" for i in imps]
     return {"text": "\n".join(lines), "created": c, "imports": imps}
 
 
@@ -116,6 +138,7 @@ def ctx_handoff(lc: Any, caller: Caller, a: HandoffArgs) -> dict[str, Any]:
     if a.action == "import":
         if (a.path is None) == (a.bundle is None):
             raise InvalidInput("INVALID_ARGUMENT", "ctx_handoff import needs path or bundle (one of them)")
+        via = "file" if a.path is not None else "inline"
         if a.path is not None:
             try:
                 text = _path(caller, a.path).read_bytes().decode("utf-8")
@@ -125,7 +148,7 @@ def ctx_handoff(lc: Any, caller: Caller, a: HandoffArgs) -> dict[str, Any]:
             text = (a.bundle or "").rstrip("\r\n") + "\n"
         v = _dispatch(lc, caller, ImportHandoff(bundle=text, apply_knowledge=a.apply_knowledge,
                                                 apply_session=a.apply_session, apply_workflow=a.apply_workflow,
-                                                lease_seconds=a.lease_seconds))
+                                                lease_seconds=a.lease_seconds, via=via))
         return {"text": imported_text(v), "import": v}
     if a.action == "list":
         return list_handoffs(lc)

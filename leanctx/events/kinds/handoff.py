@@ -47,5 +47,5 @@ class HandoffImported(Event, tag="handoff.imported"):
     applied: tuple[str, ...] = ()
     knowledge_imported: int = 0
     tasks: tuple[str, ...] = ()
-    via: str = "file"  # file | envelope
+    via: str = "file"  # file | inline | stdin | envelope (events before inline/stdin existed say file)
     handed_over: tuple[str, ...] = ()

@@ -2,10 +2,16 @@
 most ``max_tokens`` tokens (real tokenizer, ``leanctx.context.tokens.count_tokens``).
 
 Sections, highest priority first: identity, task (step i/n), decisions, files (F1..Fn with
-hashes), findings, archives (``[expired]`` when the archive file is gone), diary counts. Each
-section first gets a few lines (its share), then what budget is left goes to the sections in
-priority order; what did not fit is named on a last line ("left out: ..."). Newest items come
-first in every section. Pure reads: no events are written.
+hashes), findings, archives (``[expired]`` when the archive file is gone), diary counts. Identity
+and the task are always sent: when they alone do not fit, their longest lines are cut short with
+"…" (a task keeps its "— step i/n"), never dropped. The other lines are taken in one order, each
+section's first few lines (its share) then the rest, highest priority first, and what is sent is
+the longest prefix of that order that fits: a line that does not fit ends the block (a cheaper
+line of a lower section is not taken instead), so a section is never dropped while a lower one is
+sent, and more budget never sends less. What did not fit, and what was cut short, is named on a
+last line ("left out: ...; cut short: ..."). Newest items come first in every section.
+``max_tokens`` below ``MIN_MAX_TOKENS`` is refused (``RESUME_INVALID_MAX_TOKENS``). Pure reads:
+no events are written.
 """
 
 from __future__ import annotations
@@ -17,7 +23,8 @@ from typing import Any
 import msgspec
 
 from . import clock
-from .context.tokens import count_tokens
+from .context.tokens import DEFAULT_ENCODING, count_tokens
+from .errors import InvalidInput
 
 DEFAULT_MAX_TOKENS = 500
 MAX_TOKENS_ENV = "LEAN_CTX_RESUME_MAX_TOKENS"
@@ -25,6 +32,10 @@ MAX_TOKENS_ENV = "LEAN_CTX_RESUME_MAX_TOKENS"
 SHARES: tuple[tuple[str, int], ...] = (("identity", 2), ("task", 1), ("decisions", 4), ("files", 8),
                                        ("findings", 6), ("archives", 3), ("diary", 1))
 TITLES = {"decisions": "decisions", "files": "files", "findings": "findings", "archives": "archives"}
+MANDATORY = ("identity", "task")  # always sent, cut short with "…" rather than dropped
+MIN_MAX_TOKENS = 60  # the smallest budget: identity, the task (cut short) and the "left out" line
+HINT = " — ctx_session action=status for all"
+CUT_FLOOR = 8  # tokens per identity/task line below which the "left out" line drops its HINT
 
 
 class ResumeBlock(msgspec.Struct, frozen=True):
@@ -40,7 +51,7 @@ class ResumeBlock(msgspec.Struct, frozen=True):
 def max_tokens_from_env(default: int = DEFAULT_MAX_TOKENS) -> int:
     raw = os.environ.get(MAX_TOKENS_ENV, "").strip()
     try:
-        return max(60, int(raw)) if raw else default
+        return max(MIN_MAX_TOKENS, int(raw)) if raw else default
     except ValueError:
         return default
 
@@ -101,54 +112,112 @@ def sections(lc: Any, session_id: str, agent_id: str | None, project: str, *, no
     return out, has_state
 
 
-def _render(chosen: dict[str, list[str]], left: dict[str, int]) -> str:
-    lines: list[str] = []
+def _left_line(left: dict[str, int], cut: list[str], hint: bool = True) -> str:
+    """The last line: what was not sent (items per section) and which lines were cut short."""
+    line = "left out: " + ", ".join(f"{n} {k}" for k, n in left.items()) if left else ""
+    if cut:
+        line += ("; " if line else "") + "cut short: " + ", ".join(cut)
+    return line + (HINT if hint else "") if line else ""
+
+
+def _render(must: list[str], parts: dict[str, list[str]], chosen: dict[str, int], last: str) -> str:
+    lines = list(must)
     for name, _ in SHARES:
-        items = chosen.get(name) or []
-        if not items:
+        if name in MANDATORY or not chosen.get(name):
             continue
         if name in TITLES:
             lines.append(f"{TITLES[name]}:")
-        lines.extend(items)
-    if left:
-        lines.append("left out: " + ", ".join(f"{n} {k}" for k, n in left.items())
-                     + " — ctx_session action=status for all")
+        lines.extend(parts[name][: chosen[name]])
+    if last:
+        lines.append(last)
     return "\n".join(lines)
 
 
+def _order(parts: dict[str, list[str]]) -> list[str]:
+    """The optional lines in the order they are taken, one section name per line: each section's
+    share, then the rest, highest priority first (a prefix of it is what is sent)."""
+    have = {name: len(parts.get(name, [])) for name, _ in SHARES if name not in MANDATORY}
+    first = [name for name, share in SHARES if name in have for _ in range(min(share, have[name]))]
+    rest = [name for name, share in SHARES if name in have for _ in range(have[name] - min(share, have[name]))]
+    return first + rest
+
+
+def _shorten(line: str, cap: int) -> str:
+    """``line`` cut with "…" to at most about ``cap`` tokens (its newline included), keeping a
+    task's trailing "— step i/n"."""
+    from .ops.cap import char_prefix
+
+    if count_tokens(line + "\n") <= cap:
+        return line
+    body, sep, step = line.rpartition(" — step ")
+    tail = sep + step if sep and body else ""
+    body = body if tail else line
+    room = cap - count_tokens(f"…{tail}\n")
+    if room <= 0 and tail:
+        body, tail, room = line, "", cap - count_tokens("…\n")
+    return body[: char_prefix(body, room, DEFAULT_ENCODING)].rstrip() + "…" + tail
+
+
+def _shorten_all(lines: list[str], room: int) -> list[str]:
+    """The mandatory lines in about ``room`` tokens: the longest ones are cut first (the largest
+    per-line cap whose total fits)."""
+    costs = [count_tokens(x + "\n") for x in lines]
+    if sum(costs) <= room:
+        return lines
+    cap = max((c for c in range(1, max(costs) + 1) if sum(min(x, c) for x in costs) <= room), default=1)
+    return [_shorten(x, cap) for x in lines]
+
+
 def fit(parts: dict[str, list[str]], max_tokens: int) -> tuple[str, int, dict[str, int]]:
-    """Choose lines of ``parts`` to fit ``max_tokens`` (see the module doc): (text, tokens, left out)."""
-    cost = {name: [count_tokens(x) + 1 for x in parts.get(name, [])] for name, _ in SHARES}
-    chosen: dict[str, int] = {name: 0 for name, _ in SHARES}
-    reserve = 30  # the "left out" line
-    used = sum(count_tokens(f"{t}:") + 1 for t in TITLES.values())
+    """Choose lines of ``parts`` to fit ``max_tokens`` (see the module doc): (text, tokens, left out).
+    Refused with ``RESUME_INVALID_MAX_TOKENS`` below ``MIN_MAX_TOKENS``."""
+    if max_tokens < MIN_MAX_TOKENS:
+        raise InvalidInput("RESUME_INVALID_MAX_TOKENS", f"the resume block needs max_tokens of at least "
+                           f"{MIN_MAX_TOKENS} (room for who you are, the task and what was left out), not "
+                           f"{max_tokens}; leave it out for the default ({DEFAULT_MAX_TOKENS})",
+                           min=MIN_MAX_TOKENS)
+    full = [x for name in MANDATORY for x in parts.get(name, [])]
+    order = _order(parts)
+    chosen = {name: 0 for name, _ in SHARES if name not in MANDATORY}
 
-    def take(name: str, upto: int) -> None:
-        nonlocal used
-        while chosen[name] < min(upto, len(cost[name])):
-            c = cost[name][chosen[name]]
-            if used + c > max_tokens - reserve:
-                return
-            used += c
-            chosen[name] += 1
+    def left() -> dict[str, int]:
+        return {n: len(parts.get(n, [])) - chosen[n] for n, _ in SHARES
+                if n in chosen and len(parts.get(n, [])) > chosen[n]}
 
-    for name, share in SHARES:
-        take(name, share)
-    for name, _ in SHARES:
-        take(name, len(cost[name]))
-    while True:
-        picked = {n: parts[n][: chosen[n]] for n in chosen if chosen[n]}
-        left = {n: len(parts.get(n, [])) - chosen[n] for n, _ in SHARES if len(parts.get(n, [])) > chosen[n]}
-        text = _render(picked, left)
+    used, k = sum(count_tokens(x + "\n") for x in full), 0
+    for name in order:  # the longest prefix of ``order`` that fits: a line that does not fit ends it
+        line = parts[name][chosen[name]]
+        c = count_tokens(line + "\n") + (count_tokens(f"{TITLES[name]}:\n") if not chosen[name] and name in TITLES else 0)
+        chosen[name] += 1
+        if used + c + count_tokens(_left_line(left(), [])) > max_tokens:
+            chosen[name] -= 1
+            break
+        used, k = used + c, k + 1
+    must, hint, room = full, True, None
+    cut: list[str] = []
+    while True:  # per-line counts are estimates: check the real count of the whole text
+        text = _render(must, parts, chosen, _left_line(left(), cut, hint))
         tokens = count_tokens(text)
         if tokens <= max_tokens:
-            return text, tokens, left
-        for name, _ in reversed(SHARES):  # over (estimates differ): drop the lowest-priority line
-            if chosen[name] and name != "identity":
-                chosen[name] -= 1
-                break
-        else:
-            return text[: max_tokens], count_tokens(text[: max_tokens]), left
+            return text, tokens, left()
+        if k:  # over: the last line taken goes back
+            k -= 1
+            chosen[order[k]] -= 1
+            continue
+        if room is None:  # identity and the task alone do not fit: cut them short, never drop them
+            room = max_tokens - count_tokens(_left_line(left(), list(MANDATORY)))
+            if room < CUT_FLOOR * len(full):
+                hint = False
+                room = max_tokens - count_tokens(_left_line(left(), list(MANDATORY), hint))
+        elif room > 2 * len(full):
+            room -= tokens - max_tokens
+        else:  # not reached with max_tokens >= MIN_MAX_TOKENS: a plain cut keeps the promise
+            from .ops.cap import char_prefix
+
+            text = text[: char_prefix(text, max_tokens, DEFAULT_ENCODING)]
+            return text, count_tokens(text), left()
+        must = _shorten_all(full, room)
+        cut = [name for name in MANDATORY if any(x not in must for x in parts.get(name, []))]
 
 
 def build_resume(lc: Any, session_id: str, agent_id: str | None, project: str, *, max_tokens: int | None = None,

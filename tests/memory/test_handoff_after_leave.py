@@ -150,7 +150,7 @@ def test_hand_off_then_leave_then_import_in_another_process(app: LeanCtx, projec
                                                             use: Any) -> None:
     home_a, home_b = use("a"), tmp_path / "home-b"
     a_at_work(app, project)
-    bundle = tmp_path / "h.json"
+    bundle = project / "h.json"  # ctx_handoff reads bundle files inside the project only
     made = json.loads(cli(app.db, project, "--json", "handoff", "create", "--out", str(bundle), agent="a",
                           home=home_a).stdout)
     cli(app.db, project, "agent", "deregister", "a", agent="a", home=home_a)
@@ -323,7 +323,7 @@ def test_a_rejoin_with_another_key_keeps_old_bundles_and_does_not_lend_them_its_
 
 def test_a_registered_senders_import_is_unchanged(app: LeanCtx, project: Path, tmp_path: Path) -> None:
     a_at_work(app, project)
-    bundle = tmp_path / "h.json"
+    bundle = project / "h.json"  # ctx_handoff reads bundle files inside the project only
     made = do(app, CreateHandoff(), project)
     bundle.write_text(made.bundle)
     out = json.loads(cli(app.db, project, "--json", "handoff", "import", str(bundle), "--apply-session").stdout)

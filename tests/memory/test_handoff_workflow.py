@@ -85,7 +85,7 @@ def a_at_work(app: LeanCtx, project: Path, tmp_path: Path) -> Path:
         do(app, ClaimTask(task_id=f"t{i}", lease_seconds=300), project)
     do(app, BlockTask(task_id="t5", reason="waits for the schema review"), project)
     res = do(app, CreateHandoff(message="over to you"), project)
-    bundle = tmp_path / "h.json"
+    bundle = project / "h.json"  # ctx_handoff reads bundle files inside the project only
     bundle.write_text(res.bundle)
     assert res.counts["tasks"] == 7
     do(app, CompleteTask(task_id="t3"), project)

@@ -27,7 +27,8 @@ class HandoffArgs(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     knowledge: str = "all"  # create: all | none | a category
     message: str | None = None  # create: a note for the receiver
     diary_limit: int = 50  # create
-    out: str | None = None  # create: write the bundle to this file (relative to the project)
+    out: str | None = None  # create: write the bundle to this file (inside the project)
+    overwrite: bool = False  # create: replace an existing out file
     path: str | None = None  # import: a bundle file (relative to the project)
     bundle: str | None = None  # import: the bundle text itself
     apply_knowledge: bool = False
@@ -43,8 +44,23 @@ def _dispatch(lc: Any, caller: Caller, command: Any) -> Any:
 
 
 def _path(caller: Caller, p: str) -> Path:
-    path = Path(p).expanduser()
-    return path if path.is_absolute() else Path(caller.project) / path
+    """``p`` inside the caller's project, as ``ctx_read``/``ctx_edit`` take paths: ``..``,
+    absolute paths and symlinks leading out are refused (``HANDOFF_PATH_OUTSIDE_PROJECT``)."""
+    from ...paths import normalize
+
+    if p.startswith("~"):  # a shell would expand it to the home folder, which is outside
+        p = str(Path(p).expanduser())
+    wp = normalize(p, caller.project, invalid_code="HANDOFF_PATH_INVALID",
+                   outside_code="HANDOFF_PATH_OUTSIDE_PROJECT")
+    return Path(caller.project) / wp.path
+
+
+def _out_path(caller: Caller, out: str, overwrite: bool) -> Path:
+    path = _path(caller, out)
+    if path.exists() and not overwrite:
+        raise InvalidInput("HANDOFF_OUT_EXISTS", f"{out} exists; choose a new file, or pass overwrite=true to "
+                                                 "replace it", path=out)
+    return path
 
 
 def _n(n: int, one: str, many: str) -> str:
@@ -121,7 +137,7 @@ def show_handoff(lc: Any, handoff_id: str) -> dict[str, Any]:
 
 @tool("ctx_handoff", category="memory", args=HandoffArgs, description="""
 Hand work to another agent with a signed bundle, or continue another agent's work. action:
-create(knowledge?: all|none|CATEGORY, message?, out?) → bundle | import(path | bundle,
+create(knowledge?: all|none|CATEGORY, message?, out? (a new file in the project), overwrite?) → bundle | import(path | bundle,
 apply_session?, apply_knowledge?, apply_workflow?, lease_seconds?) (verified against the trust
 store; apply_workflow: the sender's tasks it still owns become yours, leased if in progress;
 others are reported with the reason) | list | show(handoff_id).""")
@@ -129,9 +145,12 @@ def ctx_handoff(lc: Any, caller: Caller, a: HandoffArgs) -> dict[str, Any]:
     from ...commands.handoff import CreateHandoff, ImportHandoff
 
     if a.action == "create":
+        # the path is checked before the handoff is recorded: a refused out creates nothing
+        out = _out_path(caller, a.out, a.overwrite) if a.out else None
         v = _dispatch(lc, caller, CreateHandoff(knowledge=a.knowledge, diary_limit=a.diary_limit, message=a.message))
-        if a.out:
-            _path(caller, a.out).write_text(v.bundle)
+        if out is not None and a.out:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(v.bundle)
             return {"text": created_text(v, a.out), "handoff": v}
         # not saved: the text is all the model has to hand over, so it carries the bundle (one line)
         return {"text": f"{created_text(v)}\n{BUNDLE_LINE}\n{v.bundle.strip()}", "handoff": v}

@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 
 from leanctx.context.shell import archive_text, compress, split_lines
-from leanctx.context.shell.text import strip_ansi
 from leanctx.context.tokens import count_tokens
 
 pytestmark = pytest.mark.timeout(120)
@@ -123,17 +122,13 @@ def test_word_diff_changed_lines_are_changes_and_context_is_context() -> None:
         assert not any(_WORD_MARK.search(x) for x in lines), reason
 
 
-def test_colour_word_diff_claims_no_context_lines() -> None:
-    """Without its colours a ``--word-diff=color`` line does not say whether it changed: every
-    line of the hunks is shown, and no marker calls one of them context."""
-    fx = _load(FIXTURES / "git_diff_word_color.json")
-    c = _compress(fx)
-    shown = c.text.split("\n")
-    body = [strip_ansi(x) for x in split_lines(fx["stdout"])][5:]
-    for x in body:
-        if x.strip() and not x.startswith("@@"):
-            assert x in shown
-    assert "context lines" not in c.text
+def test_colour_word_diff_reads_as_the_plain_one() -> None:
+    """A ``--word-diff=color`` diff's colours are read as git's plain markers before they are
+    stripped: it is compressed as the ``--word-diff`` diff of the same change is (the colours
+    that cannot be told apart are in tests/context/test_shell_color_words.py)."""
+    c = _compress(_load(FIXTURES / "git_diff_word_color.json"))
+    assert c.text == _compress(_load(FIXTURES / "git_diff_word.json")).text
+    assert "    returna + b + a  # featurecommutative" not in c.text  # the old and new words run together
 
 
 @pytest.mark.parametrize("name", ["git_show_merge", "git_diff_cc"])
@@ -369,13 +364,13 @@ def test_porcelain_word_diff(tmp_path: Path) -> None:
 def test_colour_word_diff_from_real_git(tmp_path: Path, flag: str) -> None:
     repo = _word_repo(tmp_path)
     out, err, _ = _run(repo, "diff", "-U10", flag)
+    plain, _, _ = _run(repo, "diff", "-U10", "--word-diff=plain")
     assert "\x1b[" in out
     for command in (f"git diff -U10 {flag}", "git diff"):  # by its flag, and by its content
         c = compress(command, out, err, 0)
-        assert "context lines" not in c.text
-        assert "    return b + a" not in c.text  # git shows both words: "return" "a +" "b" "+ a"
-        assert "    returna + b + a" in c.text.split("\n")
-        assert "gone line" in c.text and "    added at the end" in c.text
+        assert c.text == compress("git diff -U10 --word-diff=plain", plain, "", 0).text
+        assert "    return[-a +-] b {++ a+}" in c.text.split("\n")
+        assert "[-gone line-]" in c.text and "    {+added at the end+}" in c.text
         _accounted(c)
 
 

@@ -55,6 +55,7 @@ from leanctx.context.shell.model import (
     fill_archive,
 )
 from leanctx.context.shell.patterns import NO_GENERIC_FACTS, Ctx, select
+from leanctx.context.shell.patterns.git_color_words import color_word_marks
 from leanctx.context.shell.text import (
     FRAME_SEP,
     redraw_segments,
@@ -220,7 +221,9 @@ def compress(
     in_binary = {i for first, last, _ in binary for i in range(first, last + 1)}
 
     cmd = parse_command(command)
-    cleaned, frames = _screen([("" if i in in_binary else x) for i, x in enumerate(raw_lines)], encoding)
+    # a colour word diff's colours read as git's plain marks before _screen strips them
+    cmd, screened = color_word_marks(cmd, [("" if i in in_binary else x) for i, x in enumerate(raw_lines)])
+    cleaned, frames = _screen(screened, encoding)
     b = Builder(cleaned)
     b.frames = frames
     for first, last, shown in binary:

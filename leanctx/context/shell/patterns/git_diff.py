@@ -12,8 +12,11 @@ Which lines of a hunk are changes depends on the form of the diff:
   or ``{+added+}``, any other line is context. Porcelain (``--word-diff=porcelain``): each
   piece of a line on a row of its own prefixed `` ``/``-``/``+``, each line ended by a ``~``
   row: a line with a ``-`` or ``+`` row is a change. Colour (``--word-diff=color``,
-  ``--color-words``): the changed words are only coloured, and the colours are gone when the
-  patterns read the output, so no line can be said to be context: every line is kept.
+  ``--color-words``): the changed words are only coloured. While the colours are in the raw
+  output, :mod:`git_color_words` rewrites them as plain markers before they are stripped (and
+  adds ``--word-diff=plain`` to the arguments), and the diff is read as a plain one; when they
+  are not (git wrote no colours, or they could not be told apart) no line can be said to be
+  context: every line is kept.
 
 The form is told by the command's flags, else by the hunks: a unified hunk's lines all carry
 a prefix and add up to its header's counts; a word diff's do not.
@@ -26,7 +29,7 @@ from collections.abc import Sequence
 
 from leanctx.context.shell.builder import Builder
 
-__all__ = ["STAT", "log_and_diff", "stat_count", "word_mode"]
+__all__ = ["STAT", "detect_word", "is_boundary", "log_and_diff", "stat_count", "unified_end", "word_mode"]
 
 _DIFF_META = re.compile(
     r"^(?:index [0-9a-f]+(?:,[0-9a-f]+)*\.\.[0-9a-f]+|(?:new|deleted) file mode|old mode|new mode|"
@@ -81,12 +84,12 @@ def _short_date(raw: str) -> str:
     return f"{year}-{_MONTHS.get(mon, mon)}-{int(day):02d}"
 
 
-def _is_boundary(t: str) -> bool:
+def is_boundary(t: str) -> bool:
     """A line that ends a hunk's body: the next hunk, file or commit."""
     return t.startswith(("@@", "diff --")) or bool(_COMMIT.match(t))
 
 
-def _unified_end(lines: Sequence[str], h: int) -> int | None:
+def unified_end(lines: Sequence[str], h: int) -> int | None:
     """Where the unified hunk whose header is line ``h`` ends (the index after its last line),
     by the header's counts; ``None`` when its lines do not make a unified hunk (a word diff).
     A hunk cut short by the end of the output (``git diff | head``) ends there."""
@@ -116,18 +119,18 @@ def _unified_end(lines: Sequence[str], h: int) -> int | None:
     return j
 
 
-def _detect_word(lines: Sequence[str]) -> str:
+def detect_word(lines: Sequence[str]) -> str:
     """The word diff an output holds when the flags do not say: ``""`` when every unified hunk
     is a unified hunk; else ``porcelain`` (``~`` rows), ``plain`` (``[-…-]``/``{+…+}``) or,
     with neither, ``color`` (the colours that told the changes apart were stripped)."""
     word = False
     porcelain = plain = False
     for h, t in enumerate(lines):
-        if not t.startswith("@@ ") or _unified_end(lines, h) is not None:
+        if not t.startswith("@@ ") or unified_end(lines, h) is not None:
             continue
         word = True
         j = h + 1
-        while j < len(lines) and not _is_boundary(lines[j]):
+        while j < len(lines) and not is_boundary(lines[j]):
             porcelain = porcelain or lines[j] == "~"
             plain = plain or bool(_WORD_MARK.search(lines[j]))
             j += 1
@@ -143,7 +146,7 @@ def log_and_diff(b: Builder, args: Sequence[str], oneline: bool) -> None:
     bodies: list[int] = []
     context: list[int] = []
     meta: list[int] = []
-    word = word_mode(args) or _detect_word(b.lines)
+    word = word_mode(args) or detect_word(b.lines)
     authors = {re.sub(r"\s*<[^>]*>", "", ln[7:]).strip() for ln in b.lines if ln.startswith("Author:")}
     dates = {_short_date(ln.partition(":")[2]) for ln in b.lines if ln.startswith(("Date:", "AuthorDate:"))}
     one_author = next(iter(authors)) if len(authors) == 1 else ""
@@ -292,7 +295,7 @@ def _hunk(b: Builder, h: int, word: str, changed: list[int], context: list[int])
     such as the blank line ``git log -p`` writes before a commit, is left to the caller)."""
     lines = b.lines
     end = h + 1
-    while end < b.n and not _is_boundary(lines[end]):
+    while end < b.n and not is_boundary(lines[end]):
         end += 1
     at = len(lines[h]) - len(lines[h].lstrip("@"))
     if at >= 3:  # combined: one prefix column per parent
@@ -324,7 +327,7 @@ def _hunk(b: Builder, h: int, word: str, changed: list[int], context: list[int])
     if word == "color":  # the colours told changes from context; without them, nothing can
         changed.extend(k for k in range(h + 1, end) if lines[k])
         return end
-    stop = min(_unified_end(lines, h) or end, end)
+    stop = min(unified_end(lines, h) or end, end)
     prev = context
     for k in range(h + 1, stop):
         t = lines[k]

@@ -67,7 +67,7 @@ def _as_sent(fx: dict, c) -> int:  # type: ignore[no-untyped-def]
     text is not shorter (never worse, on the text actually sent)."""
     if c.pattern == "raw" or not c.omitted_lines:
         return c.sent_tokens
-    archive_id, _ = ArchiveStore.id_of(archive_text(fx["stdout"], fx["stderr"]))
+    archive_id, _ = ArchiveStore.id_of(archive_text(fx["stdout"], fx["stderr"], fx["command"]))
     return min(c.raw_tokens, count_tokens(fill_archive(c.text, archive_id)))
 
 

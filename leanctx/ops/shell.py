@@ -272,7 +272,7 @@ def _process(
     if c is not None and c.pattern != "raw":
         body, pattern, omitted = c.text, c.pattern, c.omitted_lines
         if c.omitted_lines:
-            full = archive_text(out, err)
+            full = archive_text(out, err, pattern_command)
             archive_id, digest = ArchiveStore.id_of(full)
             body = fill_archive(c.text, archive_id)
             info = ArchiveInfo(archive_id=archive_id, sha256=digest, bytes=len(full.encode("utf-8", "surrogatepass")),

@@ -216,3 +216,30 @@ def test_through_the_cli(tmp_path: Path) -> None:
     out = cli("compress", "--as", "git diff --color-words", str(FIXTURES / "git_diff_color_words.txt"))
     assert "    return[-a +-] b {++ a+}" in out["text"].split("\n")
     assert f"context lines · expand {out['archive_id']}]" in out["text"]
+
+
+def test_hidden_changes_expand_marked(tmp_path: Path) -> None:
+    """Past 80 changed lines in a file the rest are hidden behind a marker; expanded from the
+    archive they read with git's marks too, not with the old and new words run together."""
+    repo = tmp_path / "r"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    (repo / "t.txt").write_text("".join(f"row {k} says alpha\n" for k in range(200)))
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "base")
+    (repo / "t.txt").write_text("".join(f"row {k} says beta\n" for k in range(200)))
+    env = {**os.environ, **_ENV, "LEAN_CTX_HOME": str(tmp_path / "home"), "LEAN_CTX_NO_DAEMON": "1"}
+    env.pop("LEAN_CTX_SESSION_ID", None)
+
+    def cli(*args: str) -> dict:
+        p = subprocess.run([LEAN_CTX, "--json", *args], check=False, capture_output=True, text=True, env=env,
+                           timeout=60, cwd=repo)
+        assert p.returncode == 0, p.stderr
+        return json.loads(p.stdout)
+
+    out = cli("shell", "--", "git", "-c", "color.ui=always", "diff", "--color-words")
+    assert "row 0 says [-alpha-]{+beta+}" in out["text"].split("\n")
+    assert "row 150 says [-alpha-]{+beta+}" not in out["text"]  # hidden (past the first 60, before the last 20)
+    back = cli("expand", out["archive_id"], "--grep", "row 150 ")["text"]
+    assert "row 150 says [-alpha-]{+beta+}" in back, back
+    assert "alphabeta" not in back

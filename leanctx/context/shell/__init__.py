@@ -145,13 +145,17 @@ def _screen(lines: list[str], encoding: str) -> tuple[list[str], dict[int, int]]
     return out, {i: len(v) for i, v in dropped.items()}
 
 
-def archive_text(stdout: str, stderr: str) -> str:
+def archive_text(stdout: str, stderr: str, command: str | list[str] | None = None) -> str:
     """The text to archive when lines were omitted: one line per raw line (stdout lines, then
     stderr lines), ANSI escapes removed and every frame of a line redrawn with carriage returns
     kept, in order, separated by ``␍``, and binary runs escaped byte by byte (nothing else
     changed), so that line ``k`` of the archive is line ``k`` of the omission ranges of
-    :class:`Compressed`."""
+    :class:`Compressed`. Given the ``command``, a colour word diff's colours are read as
+    ``[-…-]``/``{+…+}`` first, as :func:`compress` reads them (stripped, its old and new words
+    would run together in an expansion)."""
     lines = [*split_lines(escaped(stdout)), *split_lines(escaped(stderr))]
+    if command is not None:
+        lines = color_word_marks(parse_command(command), lines)[1]
     return "".join(screen_text(x) + "\n" for x in lines)
 
 

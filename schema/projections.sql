@@ -49,7 +49,7 @@ CREATE TABLE IF NOT EXISTS path_locks ( workspace TEXT NOT NULL, path TEXT NOT N
 CREATE INDEX IF NOT EXISTS path_locks_path ON path_locks (path, workspace);
 CREATE INDEX IF NOT EXISTS path_locks_expiry ON path_locks (expires_at);
 
--- projection savings v5 (eventual); folds: archive.created, archive.expanded, file.edited, file.read, search.ran, shell.ran
+-- projection savings v6 (eventual); folds: archive.created, archive.expanded, file.edited, file.read, search.ran, shell.ran
 CREATE TABLE IF NOT EXISTS savings_calls ( position INTEGER PRIMARY KEY, ts TEXT NOT NULL, day TEXT NOT NULL, agent TEXT NOT NULL, session TEXT NOT NULL, call_index INTEGER NOT NULL, tool TEXT NOT NULL, kind TEXT NOT NULL, mode TEXT, family TEXT, ext TEXT, path TEXT, raw_tokens INTEGER NOT NULL, baseline_tokens INTEGER NOT NULL, sent_tokens INTEGER NOT NULL, bounced INTEGER NOT NULL DEFAULT 0, wasted_tokens INTEGER NOT NULL DEFAULT 0, expansion INTEGER NOT NULL DEFAULT 0, encoding TEXT, deferred_tokens INTEGER NOT NULL DEFAULT 0 );
 CREATE TABLE IF NOT EXISTS savings_conversations ( agent TEXT NOT NULL, session TEXT NOT NULL, calls INTEGER NOT NULL, last_call TEXT NOT NULL, PRIMARY KEY (agent, session) );
 CREATE TABLE IF NOT EXISTS savings_pending ( position INTEGER PRIMARY KEY, agent TEXT NOT NULL, session TEXT NOT NULL, path TEXT NOT NULL, content_hash TEXT NOT NULL, call_index INTEGER NOT NULL );

@@ -29,32 +29,30 @@ file outside the write transaction; this handler runs inside it and decides, exa
   the answers with a blank line), and the budget warning's line when this read can reach it.
   So the text sent, joined, stays within the cap. With several files, a file whose answer does
   not fit what is left, or would send none of its view, gets one line instead
-  (``F7=src/b.py [aggressive · 147 lines · 877 tokens not sent]``), recorded as a capped answer
-  that sent nothing (its view archived, the answer's ``archive_id``; a later read is never a
-  stub of it), and the last
-  of them is followed by one note: how many were not sent and how to get them (another call,
+  (``F7=src/b.py [aggressive · 147 lines · 877 tokens not sent]``; its view archived, the
+  answer's ``archive_id``). Not read, it is recorded as named: mode ``unsent`` (``UNSENT_MODE``:
+  no delivery key, so never a stub's or a diff's base; no HOT, no bounce, no raw claimed). The
+  last of them is followed by one note: how many were not sent and how to get them (another call,
   or a larger cap: ``CAP_HINTS`` per surface). Every file is sent, stubbed or named as not sent.
   A read of so many files that naming them all does not fit under the cap is refused
   (``READ_CAP_TOO_SMALL``). A single file keeps its capped answer, even one that sends none of
   its view: it names the archive and the ``expand`` call that pages through it.
-  ``archive.created`` is emitted the first time the log hears
-  of that archive (``leanctx.commands.archives.record_archive``, as shell, search and tree do):
+  ``archive.created`` is emitted the first time the log hears of that archive
+  (``leanctx.commands.archives.record_archive``, as shell, search and tree do):
   archives are content-addressed, so a later capped read of the same view, by any agent or
   session, names the same archive and emits nothing more (nor does a second answer of the same
   call naming it). A capped answer records ``sent_lines``, the leading lines of the view it sent
-  whole, so the savings projection knows which archive lines the conversation already holds. An archive that is not one (id
-  shape, sha256, counts: ``check_archive``) refuses the call with ``READ_INVALID_RECORD``.
-  The composition of each answer
-  (header, exact token count, head of a capped view, cap notice) is in
-  ``leanctx.commands.read_compose``.
+  whole, so the savings projection knows which archive lines the conversation already holds. An
+  archive that is not one (id shape, sha256, counts: ``check_archive``) refuses the call with
+  ``READ_INVALID_RECORD``. The composition of each answer (header, exact token count, head of a
+  capped view, cap notice) is in ``leanctx.commands.read_compose``.
 - **scent and budget.** Another agent's active claim is noted inline (``[scent: claimed by
-  cursor-dev-1, 4m ago]``); every read deposits HOT on the file, and a full read that is a
-  *bounce* (a non-stub compressed read — not a ``lines:`` read, which sends plain lines — of the
-  same path and content in this conversation at most 3 calls before: the savings projection's
-  definition) also deposits STUCK, in the same
-  transaction; ``enforce_budget`` refuses the
-  whole call with ``BUDGET_EXCEEDED`` at 100 %; the tokens sent are consumed and at >= 80 % the
-  budget's warning line is added to the last answer.
+  cursor-dev-1, 4m ago]``); every read deposits HOT on the file (not one named as not sent), and
+  a full read that is a *bounce* (a non-stub compressed read — not a ``lines:`` read, which
+  sends plain lines — of the same path and content in this conversation at most 3 calls before:
+  the savings projection's definition) also deposits STUCK, in the same transaction;
+  ``enforce_budget`` refuses the whole call with ``BUDGET_EXCEEDED`` at 100 %; the tokens sent
+  are consumed and at >= 80 % the budget's warning line is added to the last answer.
 
 Every answer states its mode, line count and the tokens sent (``sent_tokens`` = the tokenizer
 count of exactly the text returned, stub included), and how many secrets were redacted in the
@@ -77,6 +75,7 @@ from ..projections.deliveries import (
     next_ref_number,
     ref_for,
 )
+from ..projections.savings import UNSENT_MODE
 from .archives import check_archive, record_archive
 from .budgets import consume, enforce_budget
 from .bus import Command, CommandContext, handles
@@ -240,6 +239,8 @@ class _Plan(msgspec.Struct, frozen=True):
 def _diff_refused(ctx: CommandContext, path: str, base: str) -> str | None:
     """Why a diff against ``base`` may not be sent to this conversation (None: it may)."""
     latest = latest_delivery(ctx.conn, ctx.actor, ctx.session_id, path, project=ctx.project)
+    if latest is not None and latest.mode == UNSENT_MODE:
+        return "this conversation's last read of the file named it without sending it (past the cap)"
     if latest is None or latest.content_hash != base:
         return "this conversation read the file again meanwhile"
     if not holds_whole(ctx.conn, ctx.actor, ctx.session_id, path, base, DIFF_BASE_MODES, project=ctx.project):
@@ -357,7 +358,7 @@ def record(ctx: CommandContext, cmd: RecordRead) -> list[ReadAnswer]:
         answered: set[str] = set()  # paths a full read of this call already answered (the log's are resolved)
         for i, a in enumerate(done):
             key = (a.f.path, a.f.content_hash)
-            if a.stub or a.view.mode.startswith("lines:"):  # a reference, or plain lines: never bounces
+            if a.unsent or a.stub or a.view.mode.startswith("lines:"):  # not read, a reference, or plain lines
                 continue
             if a.view.mode != "full":
                 compressed.add(key)
@@ -370,19 +371,21 @@ def record(ctx: CommandContext, cmd: RecordRead) -> list[ReadAnswer]:
     out: list[ReadAnswer] = []
     for i, a in enumerate(done):
         f = a.f
+        lines_view = a.view.mode.startswith("lines:") and not (a.stub or a.unsent)
         ctx.emit(
             f"file:{f.content_hash}",
-            FileRead(path=f.path, mode=a.view.mode, requested_mode=f.requested_mode, content_hash=f.content_hash,
+            FileRead(path=f.path, mode=UNSENT_MODE if a.unsent else a.view.mode, requested_mode=f.requested_mode,
+                     content_hash=f.content_hash,
                      lines=f.lines, raw_tokens=f.raw_tokens, sent_tokens=a.tokens, stub=a.stub, fresh=cmd.fresh,
                      ref=a.ref, archive_id=a.archive.archive_id if a.archive else None, redactions=f.redactions,
                      session_id=session, encoding=cmd.encoding,
                      view_tokens=a.view.tokens if a.capped else None, deferred_tokens=a.deferred if a.capped else None,
-                     plain_tokens=a.view.tokens if a.view.mode.startswith("lines:") and not a.stub else None,
+                     plain_tokens=a.view.tokens if lines_view else None,
                      sent_lines=a.sent_lines if a.capped else None),
         )
         if a.archive is not None:  # once per archive, ever (record_archive skips one already queued)
             record_archive(ctx, a.archive)
-        if agent:
+        if agent and not a.unsent:  # a file named as not sent was not read
             emit_deposit(ctx, f.path, "HOT")
             if i in stuck:  # a bounce: the compressed read did not serve
                 emit_deposit(ctx, f.path, "STUCK")

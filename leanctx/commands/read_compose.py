@@ -165,8 +165,8 @@ def _archive_of(cmd: RecordRead, view: ReadView, archives: ArchiveStore | None) 
 
 
 def not_sent(cmd: RecordRead, f: ReadFile, view: ReadView, head: str, archives: ArchiveStore | None) -> Composed:
-    """The one-line answer of a file not sent: recorded as a capped answer that sent none of its
-    view (the whole view archived, so a later read is never a stub of it)."""
+    """The one-line answer of a file not sent: a capped answer that sent none of its view (the
+    whole view archived); the handler records it as named, not read (``UNSENT_MODE``)."""
     text = not_sent_line(head, view.label, f.lines, view.tokens)
     return Composed(text, count_tokens(text, cmd.encoding), True, _archive_of(cmd, view, archives), view.tokens, 0,
                     unsent=True)

@@ -3,7 +3,8 @@
 - **Whole deliveries.** A conversation (agent id + session id) *holds* a content hash of a path
   in a mode when one of its ``file.read`` events delivered it whole in that mode: not a stub and
   not capped (the event carries an ``archive_id`` exactly when its answer was capped and the
-  rest archived). Read from the log inside the command's transaction, through the
+  rest archived; a file a read only named as not sent is recorded with mode ``unsent``, which
+  no delivery key matches). Read from the log inside the command's transaction, through the
   ``file:<content hash>`` stream every read event is appended to (an indexed lookup).
 - **Diff bases.** A diff may only be computed against a version the conversation holds *in
   full*: delivered whole in ``full`` mode (raw included), or as a ``diff`` (a diff is only sent
@@ -12,11 +13,11 @@
   answers never are.
 - **Bounces.** The savings projection's definition (``leanctx.projections.savings``): a full,
   non-stub read bounces when the same conversation (agent, session id or ``""``) made a
-  compressed read (a non-stub read in a mode other than ``full``: a stub is a reference, not a
-  view, and never bounces) of the same path and content hash at
-  most ``BOUNCE_WINDOW`` calls before it, with no full read of that path in between. The
-  handler asks that projection itself, brought current inside the transaction, so the STUCK
-  deposit and the savings report count exactly the same bounces.
+  compressed read (a non-stub read in a mode other than ``full`` and ``unsent``: a stub is a
+  reference, not a view, and never bounces; a file named as not sent was not read) of the same
+  path and content hash at most ``BOUNCE_WINDOW`` calls before it, with no full read of that
+  path in between. The handler asks that projection itself, brought current inside the
+  transaction, so the STUCK deposit and the savings report count exactly the same bounces.
 - **Secrets sent.** The header counts the redaction markers in the text actually sent (at most
   the file's own count, so a file that merely contains marker-like text is not reported as
   redacted).
@@ -30,7 +31,7 @@ from typing import Any
 
 from ..events.codec import decode_payload
 from ..events.kinds.context import FileRead
-from ..projections.savings import BOUNCE_WINDOW
+from ..projections.savings import BOUNCE_WINDOW, UNSENT_MODE
 from ..projections.savings import _norm_mode as savings_mode
 
 DIFF_BASE_MODES = frozenset({"full", "diff"})  # deliveries that leave the conversation holding the whole text
@@ -68,7 +69,7 @@ def _compressed_read_on_record(conn: Any, agent: str, session: str, path: str, c
     for sv, payload, _ in _reads(conn, agent, content_hash):
         ev = decode_payload("file.read", sv, payload)
         if (isinstance(ev, FileRead) and ev.path == path and (ev.session_id or "") == session
-                and not ev.stub and savings_mode(ev.mode) != "full"):
+                and not ev.stub and savings_mode(ev.mode) not in ("full", UNSENT_MODE)):
             return True
     return False
 

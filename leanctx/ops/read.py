@@ -37,7 +37,7 @@ the answer says so and sends the full content.
 
 **Several paths**: every file that can be read is answered; a path that fails gets its own
 entry (``leanctx.ops.read_failures.ReadFailure``: the line ``path: error[CODE] message`` and an
-``error`` object) in its place, and only the files read are recorded (one ``file.read`` each).
+``error`` object) in its place, and only the files answered are recorded (one ``file.read`` each).
 When every path failed the call raises (a single path keeps raising its own error), so the
 CLI exits non-zero only then. A refused decision (``BUDGET_EXCEEDED``) still fails the call.
 """
@@ -71,6 +71,7 @@ from ..context.tokens import DEFAULT_ENCODING, count_tokens
 from ..errors import InvalidInput, LeanCtxError
 from ..paths import PathRefused, workspace_root
 from ..projections.deliveries import latest_delivery
+from ..projections.savings import UNSENT_MODE
 from ..projections.sessions import get_session
 from .read_cap import foresee_cap
 from .read_failures import Failed, ReadFailure, all_failed, failure, path_of
@@ -360,6 +361,8 @@ def read_files(
         if isinstance(e, Failed):
             continue
         latest = latest_delivery(conn, actor, session_id, e.rel, project=project) if conn is not None else None
+        if latest is not None and latest.mode == UNSENT_MODE and name != "diff":
+            latest = None  # named past a cap, not sent: no base (the handler tells a diff why)
         try:
             if isinstance(e, Streamed):
                 rf, red, alt_red = _prepare_streamed(e, arg, raw=raw, encoding=encoding)

@@ -82,6 +82,9 @@ measured (``raw_tokens_recorded`` in reports). Per kind:
   ``archive.created``'s ``source``, else the tool is ``expand``.
 - ``file.edited``: raw = sent (a plain edit tool answers about as much): neither a saving nor
   a cost.
+- a file a read of several files only **named as not sent** (past its cap: a ``file.read`` of
+  mode ``unsent``, ``UNSENT_MODE``) was not read: raw 0 (recorded raw too), nothing deferred,
+  sent its one line; it is no compressed read and never bounces.
 
 ``deferred_tokens`` summed over rows (of a conversation, or all): raw tokens still sitting in
 archives, neither sent nor saved — each archive's rest counted once per conversation.
@@ -94,9 +97,9 @@ counted: only calls that produced a context event (read, shell, search, expand, 
 counter, so coordination traffic (heartbeats, chat, locks) never pushes a bounce out of its
 window, and refused calls (no context event) do not count.
 
-**Bounce.** A *compressed read* is a non-stub ``file.read`` with a mode other than ``full``
-and ``lines:``. A stub is not one: it sent ~20 tokens of reference to an answer the
-conversation holds, not a compressed view, so it neither bounces nor is bounced; nor is a
+**Bounce.** A *compressed read* is a non-stub ``file.read`` with a mode other than ``full``,
+``lines:`` and ``unsent`` (a file named as not sent: nothing was read, nor is it a full
+read). A stub is not one: it sent ~20 tokens of reference to an answer the conversation holds, not a compressed view, so it neither bounces nor is bounced; nor is a
 ``lines:`` read: it sent those lines as a plain ranged read does (its raw is those lines, not
 the file), so a full read after it is a new need, not the undoing of a compression. A full, non-stub ``file.read`` of the
 same path and the same ``content_hash`` later in the same conversation, at most 3 calls after a
@@ -164,18 +167,20 @@ from .savings_rules import (  # noqa: F401 - re-exported: savings.file_ext(...)
 )
 
 ANONYMOUS = "anonymous"
+UNSENT_MODE = "unsent"  # the ``file.read`` mode of a file a read named past its cap without sending it
 BOUNCE_WINDOW = 3  # a full read at most this many calls after the compressed one is a bounce
 
 
 class Savings(Projection):
     name = "savings"
-    version = 5  # 2: capped reads count only the part they covered (deferred_tokens, savings_deferred)
+    version = 6  # 2: capped reads count only the part they covered (deferred_tokens, savings_deferred)
     # 3: capped shell answers likewise; one bounce per full read, stubs never bounce; stubs count
     #    the view they stand for (savings_views), ``lines:`` reads the plain text of those lines
     # 4: an archive's deferral is owed once per conversation (the latest capped answer's rest)
     # 5: baselines capped at PLAIN_RESULT_LIMIT; ranked searches claim nothing; expansions redeem
     #    text_tokens, never lines the conversation holds (savings_deferred.held); ``lines:`` reads
     #    never bounce; an expansion that completes the held lines redeems all that is owed
+    # 6: a file named as not sent (mode ``unsent``) claims no raw, defers nothing, never bounces
     kinds = frozenset({"file.read", "shell.ran", "search.ran", "archive.expanded", "file.edited", "archive.created"})
     consistency = "eventual"  # nothing decides on it: it catches up before it is read
     tables = {
@@ -282,14 +287,17 @@ class Savings(Projection):
             if ev.stub:
                 base = covered = _stub_baseline(conn, agent, session, ev)
                 view_left = 0
+            elif mode == UNSENT_MODE:  # named, not sent: not a read
+                base = covered = view_left = 0
             else:
                 base, covered, view_left = read_baseline(ev)
-            row.update(tool="read", mode=mode, ext=file_ext(ev.path), path=ev.path, raw=ev.raw_tokens,
+            row.update(tool="read", mode=mode, ext=file_ext(ev.path), path=ev.path,
+                       raw=0 if mode == UNSENT_MODE else ev.raw_tokens,
                        baseline=covered, sent=ev.sent_tokens, encoding=ev.encoding, deferred=base - covered)
             if ev.archive_id and row["deferred"] > 0:  # owed once per archive and conversation
                 held = [[1, ev.sent_lines]] if ev.sent_lines else []
                 row["deferred"] = _defer(conn, ev.archive_id, agent, session, row["deferred"], view_left, held)
-            if not ev.stub and not ev.archive_id:  # what a later stub of this answer stands for
+            if not ev.stub and not ev.archive_id and mode != UNSENT_MODE:  # what a later stub of this answer stands for
                 conn.execute(
                     "INSERT INTO savings_views (agent, session, path, mode, content_hash, tokens)"
                     " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(agent, session, path, mode, content_hash)"
@@ -344,7 +352,7 @@ class Savings(Projection):
         if isinstance(ev, FileRead) and not ev.stub:  # a stub is not a compressed read: it never bounces
             if row["mode"] == "full":
                 _resolve_bounces(conn, event, agent, session, ev, call)
-            elif row["mode"] != "lines":  # nor is a ``lines:`` read (plain lines): it is never bounced
+            elif row["mode"] not in ("lines", UNSENT_MODE):  # nor is a ``lines:`` read (plain lines): never bounced
                 conn.execute(
                     "INSERT INTO savings_pending (position, agent, session, path, content_hash, call_index)"
                     " VALUES (?, ?, ?, ?, ?, ?)",

@@ -67,7 +67,7 @@ import msgspec
 
 from ..archive import ArchiveInfo, ArchiveStore
 from ..errors import InvalidInput
-from ..events.kinds.context import FileRead
+from ..events.kinds.context import UNSENT_MODE, FileRead
 from ..projections.budgets import make_state
 from ..projections.deliveries import (
     last_delivery,
@@ -75,7 +75,6 @@ from ..projections.deliveries import (
     next_ref_number,
     ref_for,
 )
-from ..projections.savings import UNSENT_MODE
 from .archives import check_archive, record_archive
 from .budgets import consume, enforce_budget
 from .bus import Command, CommandContext, handles
@@ -239,8 +238,6 @@ class _Plan(msgspec.Struct, frozen=True):
 def _diff_refused(ctx: CommandContext, path: str, base: str) -> str | None:
     """Why a diff against ``base`` may not be sent to this conversation (None: it may)."""
     latest = latest_delivery(ctx.conn, ctx.actor, ctx.session_id, path, project=ctx.project)
-    if latest is not None and latest.mode == UNSENT_MODE:
-        return "this conversation's last read of the file named it without sending it (past the cap)"
     if latest is None or latest.content_hash != base:
         return "this conversation read the file again meanwhile"
     if not holds_whole(ctx.conn, ctx.actor, ctx.session_id, path, base, DIFF_BASE_MODES, project=ctx.project):

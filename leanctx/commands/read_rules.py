@@ -30,8 +30,8 @@ from collections.abc import Collection
 from typing import Any
 
 from ..events.codec import decode_payload
-from ..events.kinds.context import FileRead
-from ..projections.savings import BOUNCE_WINDOW, UNSENT_MODE
+from ..events.kinds.context import UNSENT_MODE, FileRead
+from ..projections.savings import BOUNCE_WINDOW
 from ..projections.savings import _norm_mode as savings_mode
 
 DIFF_BASE_MODES = frozenset({"full", "diff"})  # deliveries that leave the conversation holding the whole text

@@ -71,7 +71,6 @@ from ..context.tokens import DEFAULT_ENCODING, count_tokens
 from ..errors import InvalidInput, LeanCtxError
 from ..paths import PathRefused, workspace_root
 from ..projections.deliveries import latest_delivery
-from ..projections.savings import UNSENT_MODE
 from ..projections.sessions import get_session
 from .read_cap import foresee_cap
 from .read_failures import Failed, ReadFailure, all_failed, failure, path_of
@@ -361,8 +360,6 @@ def read_files(
         if isinstance(e, Failed):
             continue
         latest = latest_delivery(conn, actor, session_id, e.rel, project=project) if conn is not None else None
-        if latest is not None and latest.mode == UNSENT_MODE and name != "diff":
-            latest = None  # named past a cap, not sent: no base (the handler tells a diff why)
         try:
             if isinstance(e, Streamed):
                 rf, red, alt_red = _prepare_streamed(e, arg, raw=raw, encoding=encoding)

@@ -14,6 +14,9 @@ here, so such a reader never has anything on record and never receives an "uncha
 - ``delivery_refs``: (project, session, path) → the session's file reference number
   (``F1``..``Fn``): the handler picks it (the next free one) and records it on the event; the
   fold copies it, so the rows are a pure function of the events.
+
+A file a read only named past its cap (mode ``unsent``) gets its reference and nothing else:
+the conversation received no content, so it is neither a stub's nor a diff's base.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from typing import Any
 import msgspec
 
 from ..events import StoredEvent
-from ..events.kinds.context import FileRead
+from ..events.kinds.context import UNSENT_MODE, FileRead
 from ..events.kinds.session import SessionContextLost
 from .base import Projection
 
@@ -37,7 +40,7 @@ class Delivery(msgspec.Struct, frozen=True):
 
 class Deliveries(Projection):
     name = "deliveries"
-    version = 2
+    version = 3
     kinds = frozenset({"file.read", "session.context_lost"})
     tables = {
         "deliveries": """CREATE TABLE IF NOT EXISTS deliveries (
@@ -91,7 +94,7 @@ class Deliveries(Projection):
                 (project, session, ev.path, int(ev.ref[1:]), event.position),
             )
         agent = event.actor
-        if not (agent and session):
+        if not (agent and session) or ev.mode == UNSENT_MODE:  # named past a cap: the conversation got no content
             return
         row = (project, agent, session, ev.path, ev.mode, ev.content_hash, event.position, event.ts)
         for table, key in (("deliveries", "project, agent, session, path, mode"),

@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 
 from ..events import StoredEvent
-from ..events.kinds.context import FileEdited, FileRead
+from ..events.kinds.context import UNSENT_MODE, FileEdited, FileRead
 from .base import Projection
 
 
@@ -33,7 +33,7 @@ class FileVersion(msgspec.Struct, frozen=True):
 
 class FileVersions(Projection):
     name = "file_versions"
-    version = 1
+    version = 2
     kinds = frozenset({"file.read", "file.edited"})
     tables = {
         "file_versions": """CREATE TABLE IF NOT EXISTS file_versions (
@@ -53,6 +53,8 @@ class FileVersions(Projection):
             return
         ev = event.data()
         if isinstance(ev, FileRead):
+            if ev.mode == UNSENT_MODE:  # named past a read's cap, not sent: the agent did not see it
+                return
             sha, source = ev.content_hash, "read"
         elif isinstance(ev, FileEdited):
             sha, source = ev.after_hash, "edited"

@@ -128,6 +128,7 @@ from typing import Any
 
 from ..events import StoredEvent
 from ..events.kinds.context import (
+    UNSENT_MODE,
     ArchiveCreated,
     ArchiveExpanded,
     FileEdited,
@@ -167,7 +168,6 @@ from .savings_rules import (  # noqa: F401 - re-exported: savings.file_ext(...)
 )
 
 ANONYMOUS = "anonymous"
-UNSENT_MODE = "unsent"  # the ``file.read`` mode of a file a read named past its cap without sending it
 BOUNCE_WINDOW = 3  # a full read at most this many calls after the compressed one is a bounce
 
 

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from .base import Event
 
+UNSENT_MODE = "unsent"  # FileRead.mode of a file a read named past its cap without sending it
+
 
 class FileRead(Event, tag="file.read"):
     """A file was read through ctx_read (one event per path)."""
 
     path: str  # project-relative
-    mode: str  # the mode used (auto resolved)
+    mode: str  # the mode used (auto resolved); UNSENT_MODE: named past the cap, not sent (not a read)
     requested_mode: str
     content_hash: str  # sha256 of the file's bytes
     lines: int

@@ -2,7 +2,8 @@
 the last top-level definition (``def``, ``class``, ``function``, ``fn``, ``func``, ``struct``,
 ``impl``, a Markdown heading, ... at column 0, with its decorators) that leaves at least
 ``MIN_LINES`` lines, else at the window's end; camelCase terms split into words; and a safe FTS5
-match expression for any query (terms quoted and ORed, at most ``MAX_TERMS``).
+match expression for any query (:func:`match_expression`: terms quoted and ORed, at most
+``MAX_TERMS``; a one-letter term only as a phrase with its neighbours).
 
 A change here changes what :mod:`.code_index` holds: its ``ENGINE`` digest covers this file.
 """
@@ -17,6 +18,8 @@ from ..events.fts import quote_query
 TARGET_LINES = 40
 MIN_LINES = 10
 MAX_TERMS = 32
+SHORT_TERM_CHARS = 1  # a term whose every token is this short is searched only inside a phrase
+PHRASE_COLUMNS = "{path body}"  # code_index's columns a short term's phrase is matched in (not ``terms``)
 
 _DEF = re.compile(
     r"(?:(?:export|default|pub(?:\([^)]*\))?|public|private|protected|internal|static|abstract|final|sealed|open|"
@@ -25,7 +28,8 @@ _DEF = re.compile(
     r"package|typedef|union|macro_rules!|defmodule|defp?|defmacro|sub|proc|fun|val|template|record)\b"
 )
 _HEADING = re.compile(r"#{1,6}\s")
-_IDENT = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+_IDENT = re.compile(r"(?<![A-Za-z0-9])[A-Za-z][A-Za-z0-9]*")  # not the x20 of 0x20
+_TOKEN = re.compile(r"[^\W_]+")  # FTS5's unicode61 tokens, near enough: letters and digits
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 
 
@@ -73,7 +77,8 @@ def chunk_spans(lines: Sequence[str], target: int = TARGET_LINES, min_lines: int
 
 
 def split_terms(text: str) -> str:
-    """camelCase / PascalCase identifiers of ``text`` split into lower-case words."""
+    """camelCase / PascalCase identifiers of ``text`` split into lower-case words, one a line
+    (a hex literal such as ``0x20`` is not an identifier: no ``x``)."""
     out: set[str] = set()
     for ident in set(_IDENT.findall(text)):
         parts = _CAMEL.findall(ident)
@@ -95,13 +100,76 @@ def chunk_text(text: str) -> list[tuple[int, int, str]]:
     return out
 
 
+def short_term(term: str) -> bool:
+    """A query term of one-letter tokens (``x``, ``k,``, ``0``), not a prefix query (``x*``)."""
+    words = _TOKEN.findall(term)
+    return bool(words) and all(len(w) <= SHORT_TERM_CHARS for w in words) and not term.endswith("*")
+
+
+def _short(piece: str) -> bool:
+    """``short_term`` of a quoted term (``quote_query``: ``"x"``, ``"pre"*``)."""
+    return not piece.endswith("*") and short_term(piece[1:-1])
+
+
+def _runs(short: list[bool]) -> list[tuple[int, int]]:
+    """``[lo, hi)`` of each run of short terms with the term either side."""
+    out: list[tuple[int, int]] = []
+    i = 0
+    while i < len(short):
+        if not short[i]:
+            i += 1
+            continue
+        j = i
+        while j < len(short) and short[j]:
+            j += 1
+        out.append((max(i - 1, 0), min(j + 1, len(short))))
+        i = j
+    return out
+
+
+def _pieces(query: str) -> list[str]:
+    return (quote_query(query) or "").split()  # one quoted term each: quotes hold no space
+
+
+def short_phrases(query: str) -> list[str]:
+    """The phrases :func:`match_expression` requires, as text (``if n``); none when the query
+    has no one-letter term."""
+    terms = _pieces(query)[:MAX_TERMS]
+    return [" ".join(t.rstrip("*")[1:-1].replace('""', '"') for t in terms[lo:hi])
+            for lo, hi in _runs([_short(t) for t in terms])]
+
+
 def match_expression(query: str) -> str | None:
-    """A safe FTS5 expression for any string: its terms quoted (``leanctx.events.fts``) and ORed."""
-    pieces: list[str] = []
-    for term in query.split():
-        q = quote_query(term)
-        if q and q not in pieces:
-            pieces.append(q if " " not in q else f"({q})")
-        if len(pieces) >= MAX_TERMS:
-            break
-    return " OR ".join(pieces) if pieces else None
+    """A safe FTS5 expression for any string: its terms quoted (``leanctx.events.fts``) and ORed.
+
+    A one-letter term would match nearly every chunk (an f-string's ``f``, ``i`` of a loop), so
+    each run of such terms is joined with the terms either side into one FTS5 phrase
+    (``"return" + "x"``: adjacent tokens, in order), and the phrases are required, the words no
+    phrase took staying an OR; the whole query, as a phrase too, is ORed into the last part:
+    it implies every part, so it ranks (``bm25()`` sums over every phrase of the expression)
+    without changing what matches. ``except Exception as e`` is
+    ``({path body} : "as" + "e") AND ("except" OR "Exception" OR {path body} : "except" +
+    "Exception" + "as" + "e")``. A query of short terms only is their phrase (``x = 0``:
+    ``"x" + "0"``); a single letter is searched as it is. Phrases are matched in the path and
+    the text, not in ``terms``: its split identifiers follow one another, so ``NoReturn`` and
+    ``XFail`` would read ``... no return x fail ...``."""
+    pieces = _pieces(query)
+    if not pieces:
+        return None
+    if not any(_short(t) for t in pieces):
+        return " OR ".join(list(dict.fromkeys(pieces))[:MAX_TERMS])
+    terms = pieces[:MAX_TERMS]
+    runs = _runs([_short(t) for t in terms])
+
+    def phrase(lo: int, hi: int) -> str:
+        return f"{PHRASE_COLUMNS} : " + " + ".join(terms[lo:hi]) if hi - lo > 1 else terms[lo]
+
+    taken = {k for lo, hi in runs for k in range(lo, hi)}
+    rest = list(dict.fromkeys(t for k, t in enumerate(terms) if k not in taken))
+    parts = list(dict.fromkeys(phrase(lo, hi) for lo, hi in runs))
+    if rest:
+        parts.append(" OR ".join(rest))
+    if len(parts) == 1:
+        return parts[0]
+    parts[-1] += " OR " + phrase(0, len(terms))
+    return " AND ".join(f"({p})" for p in parts)

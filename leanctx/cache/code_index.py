@@ -30,9 +30,12 @@ Chunks (``code_chunks``) are windows of at most ``TARGET_LINES`` lines, cut at t
 ... at column 0, with its decorators) that leaves at least ``MIN_LINES`` lines, else at the
 window's end.
 
-Queries: every whitespace-separated term is quoted like ``leanctx.events.fts`` does (any
-string is a safe query) and the terms are ORed, so ``bm25()`` ranks chunks that match more of
-them, more often, higher. Secrets are redacted before indexing (``ops.files.redact_text``):
+Queries (``code_chunks.match_expression``): every whitespace-separated term is quoted like
+``leanctx.events.fts`` does (any string is a safe query) and the terms are ORed, so ``bm25()``
+ranks chunks that match more of them, more often, higher; a one-letter term (``return x``,
+``if n``) is searched only as an FTS5 phrase with its neighbours, in ``path`` and ``body``,
+and that phrase is required (the whole query, as a phrase, ranks the chunks holding it first).
+Secrets are redacted before indexing (``ops.files.redact_text``):
 neither the text nor the tokens of a secret reach the database.
 """
 

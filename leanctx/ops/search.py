@@ -16,7 +16,8 @@ Methods (``method=``):
   scan early ("partial") instead of hanging; a pattern that does not compile is refused
   (``SEARCH_INVALID_REGEX``; compiling is in ``ops.search_regex``). Hits are lines, in path then line order.
 - ``bm25``: the FTS5 code index (``cache.code_index``), ranked by ``bm25()`` only. Hits are
-  chunks, shown at their best line (the first line holding the most query terms). The index
+  chunks, shown at their best line (``ops.search_terms``: the first line holding the query's
+  words in order, when it has several; else the first holding the most query terms). The index
   holds files up to ``ops.files.MAX_FILE_BYTES`` (1,000,000 bytes): with bm25 or semantic
   alone, larger files in scope are counted and named in a note and the answer is ``partial``
   (``auto`` covers them through its regex scan, up to the read limit; past it the note gives
@@ -24,7 +25,9 @@ Methods (``method=``):
 - ``semantic``: nearest chunks by cosine distance in sqlite-vec (``cache.vectors``), when the
   ``semantic`` extra is installed; otherwise the answer says ``semantic search is off (install
   lean-ctx[semantic])`` and bm25 answers instead.
-- ``auto`` (default): bm25 + regex (the query as a pattern when it compiles, else literally),
+- ``auto`` (default): bm25 + regex (the query as a pattern when it compiles, else literally;
+  a one-letter word at either end of it matched as a whole word, as the index matches such a
+  term: ``ops.search_terms``),
   + semantic when available, fused by RRF (``k = 60``) over chunks: a regex hit counts for the
   chunk holding it; a chunk found by several methods rises.
 
@@ -56,7 +59,6 @@ from __future__ import annotations
 
 import bisect
 import os
-import re
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -83,6 +85,7 @@ from .search_input import (
     check_input,
 )
 from .search_regex import MAX_REPEAT_WEIGHT, _compile, _repeat_weight, _too_large  # noqa: F401 (kept importable here)
+from .search_terms import QueryTerms, auto_pattern, best_line, query_terms
 
 __all__ = ["MAX_GLOB_CHARS", "MAX_LIMIT", "MAX_QUERY_CHARS", "METHODS", "check_glob", "regex_scan", "rrf", "search"]
 
@@ -91,7 +94,6 @@ POOL = 200  # hits taken from each ranker before fusion
 MAX_REGEX_MATCHES = 5000
 REGEX_BUDGET = 5.0  # seconds for a whole regex scan
 SNIPPET_CHARS = 160
-_WORD = re.compile(r"\w+")
 
 
 
@@ -131,30 +133,13 @@ def _snippet(text: str) -> str:
     return s if len(s) <= SNIPPET_CHARS else s[: SNIPPET_CHARS - 1] + "…"
 
 
-def _terms(query: str) -> list[str]:
-    return sorted({w.lower() for w in _WORD.findall(query)}, key=len, reverse=True)
-
-
-def _best_line(texts: _Texts, path: str, start: int, end: int, terms: list[str]) -> int:
-    lines = texts.lines(path) or []
-    best, best_n, first_text = start, 0, 0
-    for n in range(start, min(end, len(lines)) + 1):
-        low = lines[n - 1].lower()
-        if not first_text and low.strip():
-            first_text = n
-        hits = sum(1 for t in terms if t in low)
-        if hits > best_n:
-            best, best_n = n, hits
-    return best if best_n else (first_text or start)
-
-
-def _chunk_hit(texts: _Texts, path: str, start: int, end: int, terms: list[str], sources: list[str],
+def _chunk_hit(texts: _Texts, path: str, start: int, end: int, terms: QueryTerms, sources: list[str],
                score: float, *, read: bool = True) -> Hit:
     """The hit of a chunk at its best line; with ``read=False`` (a hit only the archive lists)
     and its file not read yet, at the chunk's start line with no snippet (see ``UNREAD``)."""
     if not read and not texts.read(path):
         return Hit(path, start, "", sources, score, start, end)
-    line = _best_line(texts, path, start, end, terms)
+    line = best_line(texts.lines(path) or [], start, end, terms)
     return Hit(path, line, _snippet(texts.line(path, line)), sources, score, start, end)
 
 
@@ -215,14 +200,15 @@ def search(lc: Any, root: str | os.PathLike[str], query: str, *, method: str = "
 
     check_input(query, method, limit)
     check_glob(glob)
-    pattern = _compile(query, literal_fallback=(method == "auto")) if method in ("auto", "regex") else None
+    pattern = auto_pattern(query) if method == "auto" else _compile(query, literal_fallback=False) \
+        if method == "regex" else None
     project = workspace_root(os.fspath(root), invalid_code="SEARCH_INVALID_ROOT")
     listing = list_files(project)
     files = [f for f in listing.files if not is_secret_path(f.path)]
     scoped = [f for f in files if glob_match(f.path, glob)] if glob else files
     notes: list[str] = []
     texts = _Texts(project)
-    terms = _terms(query)
+    terms = query_terms(query)
 
     use_regex = method in ("auto", "regex")
     use_bm25 = method in ("auto", "bm25")
@@ -328,7 +314,7 @@ def search(lc: Any, root: str | os.PathLike[str], query: str, *, method: str = "
                   skipped_large=skipped_large)
 
 
-def _fuse(index: Any, project: str, texts: _Texts, terms: list[str], regex_hits: list[tuple[str, int]],
+def _fuse(index: Any, project: str, texts: _Texts, terms: QueryTerms, regex_hits: list[tuple[str, int]],
           bm25_hits: list[Any], sem_hits: list[tuple[Any, float]], limit: int) -> tuple[list[Hit], int]:
     spans: dict[Any, tuple[str, int, int]] = {}
     first_line: dict[Any, int] = {}

@@ -82,6 +82,10 @@ _SMALL_WORDS = frozenset({
     "are", "was", "be", "been", "when", "if", "around", "after", "before", "than", "that", "this", "its",
     "instead", "via",
 })
+# a sentence may open with an English word of two letters when two small words follow (``do not
+# send extension when no identities are present``); ``sk``, ``pk``, ``ab`` stay a value's first word
+_SHORT_FIRST = frozenset({"do", "no", "be", "is", "it", "we", "if", "so", "in", "on", "to", "as", "at", "by", "of",
+                          "an", "up", "go"})
 
 # an unquoted value that is code on any line (matched where the value starts): ``lambda``,
 # ``await x``, ``new X``, ``not x``, an attribute of ``self``/``this``, a call or subscript of a
@@ -272,11 +276,15 @@ def conditional(phrase: str) -> bool:
 def prose(phrase: str) -> bool:
     """Whether ``phrase`` reads as a sentence, not a value: a plain word first, then 3+ more of
     which one is a small word of prose (``use HMAC-SHA256 for PBKDF2``; ``correct horse battery
-    staple`` holds none: a passphrase)."""
-    if not _FIRST_WORD.match(phrase):
-        return False
+    staple`` holds none: a passphrase), or two when the first is an English word of two letters
+    (``do not send it when the server...``; ``to be or not`` holds one)."""
     words = phrase.split(None, 40)
-    return len(words) >= 4 and any(w in _SMALL_WORDS for w in words[1:40])
+    if len(words) < 4:
+        return False
+    small = sum(w in _SMALL_WORDS for w in words[1:40])
+    if _FIRST_WORD.match(phrase):
+        return small >= 1
+    return small >= 2 and phrase[2:3] in (" ", "\t") and words[0].lower() in _SHORT_FIRST
 
 
 def prose_after(text: str, start: int) -> bool:

@@ -19,12 +19,29 @@ REDACTED = "[REDACTED:{kind}]"
 PLACEHOLDER_WORDS = (r"pass|passwd|password|passphrase|pwd|secret|token|changeme|changeit|example|dummy|none|null"
                      r"|true|false|your(?:[-_ ]?[a-z]++)++")
 
+# A private key block: its BEGIN line, then what reads as a key's body — else the marker is a
+# constant naming it (``_SK_START = b"-----BEGIN OPENSSH PRIVATE KEY-----"``, ``PKCS1_HEADER = "..."``,
+# ``s.startswith("-----BEGIN RSA PRIVATE KEY-----")``), code follows, and nothing is redacted. The
+# first line of the body (past string syntax and line ends, real or escaped: ``\n" +``, ``",``) is a
+# PEM header (``Proc-Type:``, ``Version:``) or a base64 line (4+ characters, then only string syntax
+# before its end), maybe after a diff, comment, ``grep -n`` or ``cat -n`` prefix; or it holds a
+# random base64 run (32+ characters with a digit, a capital and a small letter: a key flattened
+# onto one line, a log prefix). Every part is bounded or possessive: linear on any text.
+_B64 = r"A-Za-z0-9+/="
+_KEY_SYNTAX = r"""(?:\\[rn]|[\r\n \t"'`+,;()\\])"""  # what may stand between BEGIN and the body
+_KEY_PREFIX = r"""(?:[-+>#*/|!]{1,2}[ \t]*|[ \t]*[0-9]+\t|[^\s"':]{1,200}+:(?:[0-9]+:)?)"""
+_KEY_LINE = (rf"""(?:[A-Z][A-Za-z0-9]*+(?:-[A-Za-z0-9]+)*+:[ \t]|[{_B64}]{{4,}}+(?:[ \t"'`+,;)]|\\(?![rn]))*+"""
+             r"""(?:\\[rn]|\r?\n|\Z|-----END))""")
+_KEY_RANDOM = (rf"[^\n]{{0,200}}?(?<![{_B64}])(?=[A-Za-z+/=]*+[0-9])(?=[A-Z0-9+/=]*+[a-z])(?=[a-z0-9+/=]*+[A-Z])"
+               rf"[{_B64}]{{32}}")
+KEY_BEGIN = (r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
+             rf"(?={_KEY_SYNTAX}{{0,100}}+(?:{_KEY_PREFIX}?{_KEY_LINE}|{_KEY_RANDOM}))")
+
 # (kind, pattern). Order matters: specific provider formats first, generic assignment last.
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     # a block without its END line (a truncated paste, ``head`` of a key file) runs to the end
     ("private_key", re.compile(
-        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
-        r"(?:[\s\S]*?-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|[\s\S]*\Z)")),
+        KEY_BEGIN + r"(?:[\s\S]*?-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|[\s\S]*\Z)")),
     ("aws_access_key", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b")),
     ("github_token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b")),
     ("gitlab_token", re.compile(r"\bgl(?:pat|cbt)-[A-Za-z0-9_-]{20,}\b")),

@@ -4,7 +4,10 @@ The log is immutable: a secret written into it cannot be taken out. File content
 output and search results pass through ``redact`` before anything is appended, archived or
 (unless the caller explicitly asks for raw content of a project file) sent to the agent.
 
-Four kinds of rules: provider formats (``leanctx.context.secret_providers``: private key blocks, PuTTY ``.ppk`` private lines, AWS, GitHub, GitLab, OpenAI, Vault
+Four kinds of rules: provider formats (``leanctx.context.secret_providers``: private key blocks —
+a BEGIN line followed by a key's body, base64 or PEM headers, through its END line or, with none,
+to the end of the text; a constant naming the marker, ``_SK_START = b"-----BEGIN OPENSSH PRIVATE
+KEY-----"``, followed by code, is no key —, PuTTY ``.ppk`` private lines, AWS, GitHub, GitLab, OpenAI, Vault
 ``hvs.``, Hugging Face ``hf_``, SendGrid, Stripe ``whsec_``, age, Google ``ya29.``... tokens, URL
 passwords — ``psql "postgresql://u:p@h/db"``, ``git clone https://user:token@host/...``,
 ``redis://:pass@h``; not a placeholder: ``user:pass@``, ``<password>``, ``${PASS}`` — ``.netrc``
@@ -100,7 +103,9 @@ decimal after a password's name (``PASSWORD=1234``, a PIN).
 **Sentences** are not values: after ``name:`` (never ``=``), a plain word of 3+ letters and 3+
 more words, one of them a small word of prose (``the``, ``to``, ``for``, ``on``, ``in``...):
 changelog subjects (``pre_shared_key: limit 0-RTT to resumption connections``, ``- af_key:
-validate families in pfkey_send_migrate()``), messages (``EncodeToken: Unable to encode token``).
+validate families in pfkey_send_migrate()``), messages (``EncodeToken: Unable to encode token``);
+or an English word of two letters and two small words (``pre_shared_key: do not send extension
+when no identities are present``; ``password: to be or not`` holds one).
 A passphrase holding none (``password: correct horse battery``) or not opening with a plain word
 (``password: Tr0ub4dor to the moon``) stays a value, as does any ``NAME=several words``.
 

@@ -217,7 +217,7 @@ def trusted_signer(fingerprint: str, key_id: str, registered: Iterable[str], *,
                f"({', '.join(sorted(bound[key_id]))})")
     else:
         why = ("it is neither the key of an agent registered in this log (recorded at its registration, or held "
-               "in this data dir) nor a key added with `lean-ctx keys trust FILE`")
+               f"in this data dir) nor a trusted key; to trust it, {keys.TRUST_HOW}")
     raise CommandError(keys.KEY_UNTRUSTED, f"the signer key {fingerprint} ({key_id}) is not trusted here: {why}",
                        fingerprint=fingerprint, key_id=key_id)
 

@@ -141,5 +141,5 @@ def verify_import(ctx: CommandContext, obj: dict) -> Trust:
                            f"this log records handoff {b.handoff_id!r} as another bundle (seq {c.position}: by "
                            f"{c.sender}, key {c.fingerprint}, digest {c.digest[:16]}…); this bundle (digest "
                            f"{v.digest[:16]}…, key {v.signer.fingerprint}) reuses its id: ask {b.sender.agent_id} "
-                           "for a fresh `lean-ctx handoff create`", handoff_id=b.handoff_id, position=c.position)
+                           "for a fresh one (ctx_handoff action=create, or `lean-ctx handoff create`)", handoff_id=b.handoff_id, position=c.position)
     return Trust(v, left)

@@ -48,6 +48,9 @@ from .errors import CommandError, InvalidInput, NotFound
 ALG = "ed25519"
 KEY_NOT_FOUND = "KEY_NOT_FOUND"
 KEY_UNTRUSTED = "KEY_UNTRUSTED"
+# how a key becomes trusted (keys have no MCP tool: the CLI only), said wherever KEY_UNTRUSTED is
+TRUST_HOW = ("its owner runs `lean-ctx keys export-pub --out FILE` and you add FILE with "
+             "`lean-ctx keys trust FILE`")
 SIGNATURE_INVALID = "SIGNATURE_INVALID"
 KEY_INSECURE = "KEY_INSECURE"
 KEY_INVALID_ID = "KEY_INVALID_ID"
@@ -305,8 +308,7 @@ def require_trusted(pub: bytes, base: Path | None = None) -> KeyInfo:
     if k is None:
         raise CommandError(
             KEY_UNTRUSTED,
-            f"the signer key {fingerprint(pub)} is not trusted here; if you know it, add it with "
-            "`lean-ctx keys trust FILE`",
+            f"the signer key {fingerprint(pub)} is not trusted here; to trust it, {TRUST_HOW}",
             fingerprint=fingerprint(pub),
         )
     return k

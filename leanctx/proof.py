@@ -309,7 +309,7 @@ def check_file(data: bytes, *, base: Path | None = None) -> FileCheck:
     if known is None:
         diffs.append(Difference(keys.KEY_UNTRUSTED, "signer",
                                 f"signed by {keys.fingerprint(pub)} ({signer.get('key_id')}), a key not trusted "
-                                "here; add it with `lean-ctx keys trust FILE` if you know it"))
+                                f"here; to trust it, {keys.TRUST_HOW}"))
     sig_ok = keys.is_valid(pub, signed_bytes(doc), sig)
     if not sig_ok:
         diffs.append(Difference(keys.SIGNATURE_INVALID, "signature",

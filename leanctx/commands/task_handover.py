@@ -50,7 +50,8 @@ def handover_row(ctx: CommandContext, channel: str, task_id: str, *, sender: str
     if taken is not None and taken > since:
         raise CommandError("TASK_HANDOVER_STALE",
                            f"{sender} took {where} again at {taken}, after the handoff was created "
-                           f"({since}): the handoff does not cover that; ask {sender} for a new handoff")
+                           f"({since}): the handoff does not cover that; ask {sender} for a new handoff "
+                           "(ctx_handoff action=create, or `lean-ctx handoff create`)")
     return row
 
 

@@ -130,6 +130,12 @@ def list_imported(conn: Any, *, limit: int = 50) -> list[ImportRow]:
                                                (limit,))]
 
 
+def counts(conn: Any) -> tuple[int, int]:
+    """How many handoffs were created and imported in this log (the lists show the newest)."""
+    row = conn.execute("SELECT (SELECT COUNT(*) FROM handoffs), (SELECT COUNT(*) FROM handoff_imports)").fetchone()
+    return int(row[0]), int(row[1])
+
+
 def get_created(conn: Any, handoff_id: str) -> HandoffRow | None:
     r = conn.execute(f"SELECT {_C} FROM handoffs WHERE handoff_id = ?", (handoff_id,)).fetchone()
     return _created(r) if r else None

@@ -106,13 +106,18 @@ def imported_text(v: Any) -> str:
 
 
 def list_handoffs(lc: Any) -> dict[str, Any]:
-    from ...projections.handoffs import list_created, list_imported
+    from ...projections.handoffs import counts, list_created, list_imported
 
     conn = lc.projections.reader("handoffs")
     created, imported = list_created(conn), list_imported(conn)
+    n_created, n_imported = counts(conn)
     lines = [f"created  {h.handoff_id} by {h.sender} {h.ts[:19]}: {counts_text(h.counts)}" for h in created]
+    if n_created > len(created):
+        lines.append(f"(the newest {len(created)} of {n_created} created; show one with ctx_handoff action=show)")
     lines += [f"imported {i.handoff_id} from {i.sender} by {i.receiver} {i.ts[:19]} via {i.via}, applied: "
               f"{','.join(i.applied) or 'nothing'}" for i in imported]
+    if n_imported > len(imported):
+        lines.append(f"(the newest {len(imported)} of {n_imported} imports)")
     return {"text": "\n".join(lines) or "no handoffs", "created": created, "imported": imported}
 
 

@@ -60,6 +60,7 @@ import msgspec
 
 from ..archive import ArchiveStore
 from ..commands.shell import ArchiveInfo, CheckShellBudget, RecordShell
+from ..context.secret_providers import KEY_BEGIN
 from ..context.secrets import redact, scrub
 from ..errors import InvalidInput
 from .cap import ANSWER_CAP_TOKENS, Cut, cap_lines, check_cap
@@ -111,14 +112,16 @@ class ShellResult(msgspec.Struct, frozen=True):
 # ----------------------------------------------------------------------------- secrets
 
 # A private key block whose END line never came (the command timed out, or the capture limit
-# cut the middle): redact() matches whole blocks only, so the key lines are cut out here.
+# cut the middle) left after redact(): its key lines are cut out here. Both start where
+# redact()'s rule does (KEY_BEGIN: a marker followed by a key body), so a marker named in code
+# (``_SK_START = b"-----BEGIN OPENSSH PRIVATE KEY-----"``, a grep for it) is kept.
 _OPEN_KEY = re.compile(
-    r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[^\S\n]*\n?"
+    KEY_BEGIN + r"[^\S\n]*\n?"
     r"(?:(?:[A-Za-z0-9+/=]+|[\w-]+: [^\n]*)?[^\S\n]*(?:\n|$))*"
 )
 
 
-_KEY_IN_COMMAND = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*")
+_KEY_IN_COMMAND = re.compile(KEY_BEGIN + r"[\s\S]*")
 
 
 def _redact(text: str, *, command: bool = False, also: list[str] | None = None) -> tuple[str, int, list[str]]:

@@ -305,3 +305,19 @@ def test_an_unterminated_private_key_is_redacted_too(lc: LeanCtx, tmp_path: Path
     lc.store.close()
     for path in [p for p in tmp_path.rglob("*") if p.is_file()]:
         assert body.encode() not in path.read_bytes(), path.name
+
+
+def test_a_key_marker_named_in_code_or_a_command_is_kept(lc: LeanCtx, tmp_path: Path) -> None:
+    """Markers in code (cryptography's ``_SK_START``) or in a grep are not keys: nothing follows
+    them that looks like a key body, so the shell output and the command line keep them whole."""
+    src = tmp_path / "ssh.py"
+    src.write_text('_SK_START = b"-----BEGIN OPENSSH PRIVATE KEY-----"\n'
+                   '_SK_END = b"-----END OPENSSH PRIVATE KEY-----"\n'
+                   "def load(data):\n    return data.index(_SK_START)\n")
+    r = run_shell(lc, ["cat", str(src)], actor="agent-a")
+    assert r.redactions == 0 and "[REDACTED" not in r.text
+    assert "    return data.index(_SK_START)" in r.text
+    g = run_shell(lc, f"grep -n -- '-----BEGIN OPENSSH PRIVATE KEY-----' {src} && grep -c _SK_ {src}",
+                  actor="agent-a")
+    assert g.redactions == 0 and '1:_SK_START = b"-----BEGIN OPENSSH PRIVATE KEY-----"' in g.text, g.text
+    assert g.command.endswith(f"&& grep -c _SK_ {src}"), g.command

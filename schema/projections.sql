@@ -18,7 +18,7 @@ CREATE TABLE IF NOT EXISTS channel_messages ( channel TEXT NOT NULL, seq INTEGER
 CREATE TABLE IF NOT EXISTS channel_cursors ( agent TEXT NOT NULL, channel TEXT NOT NULL, seq INTEGER NOT NULL, position INTEGER NOT NULL, ts TEXT NOT NULL, PRIMARY KEY (agent, channel) );
 CREATE INDEX IF NOT EXISTS channel_messages_recipient ON channel_messages (channel, recipient, seq);
 
--- projection deliveries v2 (strong); folds: file.read, session.context_lost
+-- projection deliveries v3 (strong); folds: file.read, session.context_lost
 CREATE TABLE IF NOT EXISTS deliveries ( project TEXT NOT NULL, agent TEXT NOT NULL, session TEXT NOT NULL, path TEXT NOT NULL, mode TEXT NOT NULL, content_hash TEXT NOT NULL, position INTEGER NOT NULL, ts TEXT NOT NULL, PRIMARY KEY (project, agent, session, path, mode) );
 CREATE TABLE IF NOT EXISTS delivery_latest ( project TEXT NOT NULL, agent TEXT NOT NULL, session TEXT NOT NULL, path TEXT NOT NULL, mode TEXT NOT NULL, content_hash TEXT NOT NULL, position INTEGER NOT NULL, ts TEXT NOT NULL, PRIMARY KEY (project, agent, session, path) );
 CREATE TABLE IF NOT EXISTS delivery_refs ( project TEXT NOT NULL, session TEXT NOT NULL, path TEXT NOT NULL, ref INTEGER NOT NULL, position INTEGER NOT NULL, PRIMARY KEY (project, session, path) );
@@ -28,7 +28,7 @@ CREATE INDEX IF NOT EXISTS delivery_refs_n ON delivery_refs (project, session, r
 CREATE TABLE IF NOT EXISTS diary_entries ( agent_id TEXT NOT NULL, seq INTEGER NOT NULL, position INTEGER NOT NULL UNIQUE, category TEXT NOT NULL, text TEXT NOT NULL, tags TEXT NOT NULL, paths TEXT NOT NULL, ts TEXT NOT NULL, session_id TEXT, PRIMARY KEY (agent_id, seq) );
 CREATE INDEX IF NOT EXISTS diary_entries_category ON diary_entries (agent_id, category, seq);
 
--- projection file_versions v1 (strong); folds: file.edited, file.read
+-- projection file_versions v2 (strong); folds: file.edited, file.read
 CREATE TABLE IF NOT EXISTS file_versions ( project TEXT NOT NULL, agent TEXT NOT NULL, path TEXT NOT NULL, sha256 TEXT NOT NULL, source TEXT NOT NULL, ts TEXT NOT NULL, position INTEGER NOT NULL, PRIMARY KEY (project, agent, path) );
 
 -- projection handoffs v1 (strong); folds: handoff.created, handoff.imported

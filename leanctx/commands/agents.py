@@ -9,6 +9,12 @@ observation appends nothing. A timed-out agent's heartbeat is refused with ``AGE
 registers again with the same id (``--id`` / ``$LEAN_CTX_AGENT_ID``) to rejoin. A stale
 agent whose timeout nobody has recorded yet may still heartbeat: the first writer wins.
 
+Claims: leaving gives up the agent's scent claims by events. ``deregister`` and every recorded
+timeout append a ``scent.released`` (reason ``agent_deregistered`` / ``heartbeat_timeout``) for
+each claim the agent holds, in whatever project it made them
+(``leanctx.commands.scent.release_departed``), in the same transaction as the departure; an
+agent that rejoins claims again like anyone.
+
 Keys: registering gives the agent its Ed25519 signing key, ``<data dir>/keys/<agent_id>.key``
 (0600) and ``.pub``, created when missing and never replaced (a rejoin keeps its key), and
 records its public key and fingerprint on ``agent.registered``; ``leanctx.handoff_bundle``
@@ -61,11 +67,13 @@ from ..projections.agents import (
     unrecorded_stale,
 )
 from .bus import Command, CommandContext, handles
+from .scent import release_departed
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 
 TIMEOUT_REASON = "heartbeat_timeout"
+DEREGISTERED_REASON = "agent_deregistered"  # the reason on the scent.released of a deregistered agent's claims
 AGENT_KEY_MISMATCH = "AGENT_KEY_MISMATCH"
 
 
@@ -146,8 +154,8 @@ class SweepResult(msgspec.Struct, frozen=True):
 
 def record_timeouts(ctx: CommandContext, project_root: str | None, *, exclude: str | None = None) -> list[AgentView]:
     """Inside a command: emit ``agent.left`` for each agent of ``project_root`` (every project
-    when None) that is stale at ``ctx.now`` and not yet recorded. The caller must declare
-    ``agent.left`` in its ``emits``."""
+    when None) that is stale at ``ctx.now`` and not yet recorded, and release its claims. The
+    caller must declare ``agent.left`` and ``scent.released`` in its ``emits``."""
     out = []
     for a in unrecorded_stale(ctx.conn, now=ctx.now, project_root=project_root):
         if a.agent_id == exclude:
@@ -155,6 +163,7 @@ def record_timeouts(ctx: CommandContext, project_root: str | None, *, exclude: s
         ctx.emit(stream_of(a.agent_id),
                  AgentLeft(agent_id=a.agent_id, reason=TIMEOUT_REASON, last_seen=a.last_seen,
                            ttl_seconds=HEARTBEAT_TTL))
+        release_departed(ctx, a.agent_id, TIMEOUT_REASON)
         out.append(a)
     return out
 
@@ -166,7 +175,7 @@ def _new_name(ctx: CommandContext, project_root: str, agent_type: str, role: str
     return f"{agent_type}-{role}-{n}"
 
 
-@handles(RegisterAgent, emits=("agent.registered", "agent.left"), result=AgentRegistration)
+@handles(RegisterAgent, emits=("agent.registered", "agent.left", "scent.released"), result=AgentRegistration)
 def register(ctx: CommandContext, cmd: RegisterAgent) -> AgentRegistration:
     agent_type = _check(cmd.agent_type, "agent type", "AGENT_INVALID_TYPE")
     role = _check(cmd.role, "role", "AGENT_INVALID_ROLE")
@@ -272,7 +281,7 @@ def _left_error(agent: AgentView) -> CommandError:
     )
 
 
-@handles(Heartbeat, emits=("agent.heartbeat", "agent.left"), result=AgentAck)
+@handles(Heartbeat, emits=("agent.heartbeat", "agent.left", "scent.released"), result=AgentAck)
 def heartbeat(ctx: CommandContext, cmd: Heartbeat) -> AgentAck:
     agent = _known(ctx, cmd.agent)
     if agent.left_at is not None:
@@ -284,7 +293,7 @@ def heartbeat(ctx: CommandContext, cmd: Heartbeat) -> AgentAck:
     return AgentAck(agent.agent_id, agent.name)
 
 
-@handles(Deregister, emits=("agent.deregistered",), result=AgentAck)
+@handles(Deregister, emits=("agent.deregistered", "scent.released"), result=AgentAck)
 def deregister(ctx: CommandContext, cmd: Deregister) -> AgentAck:
     agent = _known(ctx, cmd.agent)
     if agent.status == "left":  # same-state write: idempotent, nothing appended
@@ -292,10 +301,11 @@ def deregister(ctx: CommandContext, cmd: Deregister) -> AgentAck:
     # a timed-out agent (status stale) that deregisters turns into one that left on purpose
     reason = cmd.reason.strip() or "deregistered"
     ctx.emit(stream_of(agent.agent_id), AgentDeregistered(agent_id=agent.agent_id, reason=reason[:200]))
+    release_departed(ctx, agent.agent_id, DEREGISTERED_REASON)  # a timed-out agent's were released then
     return AgentAck(agent.agent_id, agent.name)
 
 
-@handles(SweepAgents, emits=("agent.left",), result=SweepResult)
+@handles(SweepAgents, emits=("agent.left", "scent.released"), result=SweepResult)
 def sweep(ctx: CommandContext, cmd: SweepAgents) -> SweepResult:
     project_root = None if cmd.all_projects else (cmd.project_root or ctx.project)
     if not cmd.all_projects and not project_root:

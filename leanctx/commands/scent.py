@@ -7,12 +7,30 @@ Stream: ``scent:<normalized target>``. Every command acts as ``ctx.actor`` (requ
   depositor's own claim. A CLAIMED deposit *is* a claim: it goes through the same exclusive
   check as ``scent.claim``, so the field cannot hold two active claims through this door.
 - ``scent.claim``: refused with ``SCENT_ALREADY_CLAIMED`` while another agent's claim on
-  the target is active (see ``leanctx.projections.scent`` for "active": not released and
-  ``I(t) ≥ 0.5 · I0``, i.e. within one CLAIMED half-life of its latest claim). Re-claiming
-  your own target refreshes it (a new event; the age restarts). The decision runs inside
-  the bus's ``BEGIN IMMEDIATE`` transaction, so it holds across processes.
+  the target is active (see ``leanctx.projections.scent`` for "active": not released,
+  ``I(t) ≥ 0.5 · I0``, i.e. within one CLAIMED half-life of its latest claim, and held by an
+  agent that is not stale or left). Re-claiming your own target refreshes it (a new event; the
+  age restarts). Claiming over another agent's inactive claim takes it over: the new
+  ``scent.deposited`` names the previous holder (``took_over_from``), and when that holder is
+  stale or left its claim is first released (``scent.released``, reason ``taken_over``), so it
+  cannot come back to life if the holder resumes heartbeating. The decision runs inside the
+  bus's ``BEGIN IMMEDIATE`` transaction, so it holds across processes.
 - ``scent.release``: removes your claim (active or lapsed). Someone else's active claim →
   ``SCENT_NOT_OWNER``; no claim of yours and no active one → ``SCENT_NOT_CLAIMED``.
+
+**Departures.** An agent that leaves gives up its claims by events: ``agent.deregister`` and
+the recording of a heartbeat timeout (``agent.left``, ``leanctx.commands.agents``) call
+``release_departed``, which appends a ``scent.released`` (reason ``agent_deregistered`` or
+``heartbeat_timeout``, with the claim's project) for every claim the agent holds, so a replay
+rebuilds the same field. "Stale" is the agents projection's status: no heartbeat for more than
+``HEARTBEAT_TTL`` (60 s, three missed 20 s heartbeats); a stale holder's claim already holds
+nothing before anyone records the timeout (``leanctx.projections.scent``).
+
+**Targets.** Claims and marks name something inside the project: a target that leaves the
+project root — ``../x``, ``src/../../x``, or with a project an absolute path outside it — is
+refused with ``SCENT_TARGET_OUTSIDE_PROJECT`` (without a project an absolute path cannot be
+judged and is kept as it is). ``scent.release`` does not judge, so a claim recorded before the
+check can still be released.
 
 Half-lives: ``LEAN_CTX_SCENT_HALF_LIFE_<KIND>`` (seconds) override the defaults; they are read
 here (``half_lives_from_env``) and by the CLI, never by the projection. All processes sharing
@@ -37,6 +55,7 @@ from ..events.kinds.scent import ScentDeposited, ScentReleased
 from ..projections.scent import (
     SCENT_KINDS,
     claim_window,
+    claims_of,
     claims_on,
     format_age,
     normalize_target,
@@ -105,7 +124,8 @@ class ScentMark(msgspec.Struct, frozen=True):
     half_life_seconds: float
     refreshed: bool = False  # the agent already had a mark of this kind on the target
     ended_claim: bool = False  # a DONE that ended the depositor's own claim
-    took_over_from: str | None = None  # CLAIMED over another agent's lapsed claim (its name)
+    took_over_from: str | None = None  # CLAIMED over another agent's inactive claim (lapsed, or its holder
+    # stale or left): that agent's name
     active_for_seconds: float | None = None  # CLAIMED: how long it excludes others without a refresh
 
 
@@ -143,9 +163,36 @@ def _agent(ctx: CommandContext) -> str:
     return ctx.actor
 
 
+def project_target(target: str, project: str | None) -> str:
+    """``normalize_target``, refusing a target that leaves the project root
+    (``InvalidInput(SCENT_TARGET_OUTSIDE_PROJECT)``, see the module doc)."""
+    t = normalize_target(target, project)
+    if t == ".." or t.startswith("../") or (project and t.startswith("/")):
+        where = f"the project ({project})" if project else "the project root"
+        raise InvalidInput(
+            "SCENT_TARGET_OUTSIDE_PROJECT",
+            f"{target.strip()[:200]!r} is outside {where}; name a path inside it (relative to the project root)"
+            " or a task id",
+            target=t,
+        )
+    return t
+
+
+def release_departed(ctx: CommandContext, agent_id: str, reason: str) -> list[str]:
+    """Inside the command that records ``agent_id``'s departure: release every claim it holds,
+    in any project (``scent.released`` with ``reason`` and the claim's project; the caller
+    declares ``"scent.released"`` in its ``emits``). Returns the released targets."""
+    out = []
+    for project, target in claims_of(ctx.conn, agent_id):
+        ctx.emit(stream_of(target), ScentReleased(target=target, agent=agent_id, reason=reason,
+                                                  claim_project=project))
+        out.append(target)
+    return out
+
+
 def _claim(ctx: CommandContext, target: str, intensity: float) -> ScentMark:
     agent = _agent(ctx)
-    t = normalize_target(target, ctx.project)
+    t = project_target(target, ctx.project)
     value = check_intensity(intensity)
     hl = half_lives_from_env()
     claims = claims_on(ctx.conn, t, now=ctx.now, project=ctx.project or "", half_lives=hl)
@@ -160,25 +207,32 @@ def _claim(ctx: CommandContext, target: str, intensity: float) -> ScentMark:
                 active_for_seconds=c.active_for_seconds,
             )
     refreshed = any(c.agent == agent for c in claims)
-    lapsed = [c for c in claims if c.agent != agent]
+    others = [c for c in claims if c.agent != agent]  # none active: lapsed, or their holder has gone
     stream = stream_of(t)
     version = ctx.tx.stream_version(stream)  # belt and braces: the transaction already serializes
-    ctx.emit(stream, ScentDeposited(target=t, scent="CLAIMED", agent=agent, intensity=value),
+    for c in others:
+        if c.departed:
+            ctx.emit(stream, ScentReleased(target=t, agent=c.agent, reason="taken_over"), expected_version=version)
+            version += 1
+    ctx.emit(stream, ScentDeposited(target=t, scent="CLAIMED", agent=agent, intensity=value,
+                                    took_over_from=others[0].agent if others else None),
              expected_version=version or NO_STREAM)
     return ScentMark(t, "CLAIMED", agent, value, ctx.ts, hl["CLAIMED"], refreshed=refreshed,
-                     took_over_from=lapsed[0].name if lapsed else None,
+                     took_over_from=others[0].name if others else None,
                      active_for_seconds=claim_window(hl["CLAIMED"]))
 
 
 def emit_deposit(ctx: CommandContext, target: str, kind: str, intensity: float = 1.0) -> ScentMark:
     """Deposit a mark from any handler, in its transaction (the handler must declare
     ``"scent.deposited"`` in its ``emits``). A CLAIMED deposit is a claim (may raise
-    ``SCENT_ALREADY_CLAIMED``)."""
+    ``SCENT_ALREADY_CLAIMED``, and may release a departed holder's claim: declare
+    ``"scent.released"`` too). A target outside the project raises
+    ``SCENT_TARGET_OUTSIDE_PROJECT``."""
     k = check_kind(kind)
     if k == "CLAIMED":
         return _claim(ctx, target, intensity)
     agent = _agent(ctx)
-    t = normalize_target(target, ctx.project)
+    t = project_target(target, ctx.project)
     value = check_intensity(intensity)
     hl = half_lives_from_env()
     project = ctx.project or ""
@@ -190,12 +244,12 @@ def emit_deposit(ctx: CommandContext, target: str, kind: str, intensity: float =
     return ScentMark(t, k, agent, value, ctx.ts, hl[k], refreshed=refreshed, ended_claim=ended)
 
 
-@handles(DepositScent, emits=("scent.deposited",), result=ScentMark)
+@handles(DepositScent, emits=("scent.deposited", "scent.released"), result=ScentMark)
 def deposit(ctx: CommandContext, cmd: DepositScent) -> ScentMark:
     return emit_deposit(ctx, cmd.target, cmd.kind, cmd.intensity)
 
 
-@handles(ClaimScent, emits=("scent.deposited",), result=ScentMark)
+@handles(ClaimScent, emits=("scent.deposited", "scent.released"), result=ScentMark)
 def claim(ctx: CommandContext, cmd: ClaimScent) -> ScentMark:
     return _claim(ctx, cmd.target, cmd.intensity)
 

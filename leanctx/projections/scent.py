@@ -2,7 +2,9 @@
 
 One row per (project, target, kind, agent) holding the latest deposit's intensity ``I0`` and
 timestamp; a new deposit of the same kind by the same agent replaces it (a refresh: the age
-restarts). A release, or a DONE deposit by the claimer, removes that agent's CLAIMED row.
+restarts). A release, or a DONE deposit by the claimer, removes that agent's CLAIMED row. A
+release carrying ``claim_project`` removes the row of that project (a departure releases an
+agent's claims wherever they were made), else the row of the event's project.
 
 Decay is computed at query time, never stored: ``I(t) = I0 · 0.5^(age / half_life)`` with
 ``age = now − ts`` (clamped at 0) and a per-kind half-life (``DEFAULT_HALF_LIVES``, overridable
@@ -14,8 +16,19 @@ while it is not released and its intensity is still at least ``active_fraction``
 ``CLAIM_ACTIVE_FRACTION`` = 0.5) of its own deposit. The threshold is relative to the
 deposit, so a claim's intensity does not change how long it holds: with 0.5 a claim is active
 for exactly one half-life after its latest (re)claim, boundary included (``age ≤ half_life``;
-CLAIMED defaults to 600 s). An inactive claim stays in the field, fading, until it drops below
-the floor, and anyone may take the target.
+CLAIMED defaults to 600 s) — and while its holder has not gone. An inactive claim stays in the
+field, fading, until it drops below the floor, and anyone may take the target.
+
+**Departed holders.** The holder's status comes from the agents projection at the same ``now``
+(``leanctx.projections.agents.status_of``; ``holder_status`` on every view): a holder that is
+``stale`` — no heartbeat for more than ``HEARTBEAT_TTL`` (60 s: three missed 20 s heartbeats),
+whether or not its ``agent.left`` has been recorded yet — or ``left`` (deregistered) holds
+nothing: its claim is inactive whatever its age. ``active`` and ``idle`` holders (idle: one
+heartbeat late, still within the TTL) keep the window. An actor that never registered
+(``unregistered``, e.g. a bare CLI identity) has no heartbeat to judge, so only the window
+applies to it. Departures also release claims by events (``leanctx.commands.scent``); this
+query-time rule covers the time between an agent going stale and someone recording it, and
+logs written before departures released claims.
 
 Targets are stored normalized (``normalize_target``): a file path relative to the project
 root (``./src//a.py`` → ``src/a.py``), or a task id, which normalization leaves as it is.
@@ -35,7 +48,7 @@ from .. import clock
 from ..errors import InvalidInput
 from ..events import StoredEvent
 from ..events.kinds.scent import ScentDeposited, ScentReleased
-from .agents import find_agent
+from .agents import HEARTBEAT_TTL, find_agent
 from .base import Projection
 
 SCENT_KINDS: tuple[str, ...] = ("CLAIMED", "DONE", "STUCK", "HOT", "AVOID")
@@ -49,6 +62,8 @@ DEFAULT_HALF_LIVES: dict[str, float] = {
 CLAIM_ACTIVE_FRACTION = 0.5  # a claim is active while I(t) >= 0.5 · I0, i.e. for one half-life
 FIELD_FLOOR = 0.05  # sync drops marks whose current intensity fell below this
 MAX_TARGET_CHARS = 512
+DEPARTED = frozenset({"stale", "left"})  # holder statuses whose claims hold nothing
+UNREGISTERED = "unregistered"  # the holder status of an actor with no registration
 
 
 class ScentView(msgspec.Struct, frozen=True):
@@ -66,6 +81,7 @@ class ScentView(msgspec.Struct, frozen=True):
     deposits: int
     active: bool  # CLAIMED only: the claim still excludes other agents
     project: str = ""
+    holder_status: str = UNREGISTERED  # the depositor in the registry: active | idle | stale | left | unregistered
 
 
 class ClaimView(msgspec.Struct, frozen=True):
@@ -81,6 +97,12 @@ class ClaimView(msgspec.Struct, frozen=True):
     active: bool
     active_for_seconds: float  # time left before it stops excluding others (0 when inactive)
     project: str = ""
+    holder_status: str = UNREGISTERED  # the claimer in the registry: active | idle | stale | left | unregistered
+
+    @property
+    def departed(self) -> bool:
+        """The holder is stale or left (so the claim holds nothing)."""
+        return self.holder_status in DEPARTED
 
     @property
     def text(self) -> str:
@@ -122,7 +144,7 @@ class ScentField(Projection):
             if ev.scent == "DONE":
                 _drop_claim(conn, project, ev.target, ev.agent)
         elif isinstance(ev, ScentReleased):
-            _drop_claim(conn, project, ev.target, ev.agent)
+            _drop_claim(conn, project if ev.claim_project is None else ev.claim_project, ev.target, ev.agent)
 
 
 def _drop_claim(conn: Any, project: str, target: str, agent: str) -> None:
@@ -209,10 +231,15 @@ def format_age(seconds: float) -> str:
     return f"{s // 86400}d"
 
 
-def _name_of(conn: Any, actor: str, now: float, cache: dict[str, str]) -> str:
+def _holder(conn: Any, actor: str, now: float, cache: dict[str, tuple[str, str]]) -> tuple[str, str]:
+    """(registered name, registry status) of ``actor`` at ``now``; (actor, "unregistered") when
+    it never registered under that id."""
     if actor not in cache:
-        agent = find_agent(conn, actor, now=now)
-        cache[actor] = agent.name if agent is not None and agent.agent_id == actor else actor
+        agent = find_agent(conn, actor, now=now, ttl=HEARTBEAT_TTL)
+        if agent is not None and agent.agent_id == actor:
+            cache[actor] = (agent.name, agent.status)
+        else:
+            cache[actor] = (actor, UNREGISTERED)
     return cache[actor]
 
 
@@ -254,7 +281,7 @@ def sync(
         params.extend(ks)
     if where:
         sql += " WHERE " + " AND ".join(where)
-    names: dict[str, str] = {}
+    holders: dict[str, tuple[str, str]] = {}
     out: list[ScentView] = []
     for proj, tgt, kind, agent, i0, deposited_at, _first, deposits in conn.execute(sql, params):
         age = max(0.0, now - clock.parse(deposited_at))
@@ -262,9 +289,10 @@ def sync(
         current = round(decay(i0, age, h), 6)
         if current < floor:
             continue
-        active = kind == "CLAIMED" and age <= claim_window(h, active_fraction)
-        out.append(ScentView(tgt, kind, agent, _name_of(conn, agent, now, names), current, round(age, 3),
-                             deposited_at, i0, h, deposits, active, proj))
+        name, status = _holder(conn, agent, now, holders)
+        active = kind == "CLAIMED" and age <= claim_window(h, active_fraction) and status not in DEPARTED
+        out.append(ScentView(tgt, kind, agent, name, current, round(age, 3), deposited_at, i0, h, deposits, active,
+                             proj, status))
     out.sort(key=lambda v: (-v.intensity, v.target, v.kind, v.agent, v.project))
     return out
 
@@ -278,7 +306,8 @@ def claims_on(
     half_lives: Mapping[str, float] | None = None,
     active_fraction: float = CLAIM_ACTIVE_FRACTION,
 ) -> list[ClaimView]:
-    """Every unreleased claim on ``target`` (normalized), active or not, newest first."""
+    """Every unreleased claim on ``target`` (normalized), active or not (an inactive one has
+    lapsed, or its holder is stale or left: ``holder_status``), newest first."""
     h = resolve_half_lives(half_lives)["CLAIMED"]
     window = claim_window(h, active_fraction)
     sql = f"SELECT {_COLS} FROM scent_marks WHERE target = ? AND kind = 'CLAIMED'"
@@ -287,15 +316,25 @@ def claims_on(
         sql += " AND project = ?"
         params.append(project)
     sql += " ORDER BY deposited_at DESC, agent, project"
-    names: dict[str, str] = {}
+    holders: dict[str, tuple[str, str]] = {}
     out = []
     for proj, tgt, _kind, agent, i0, deposited_at, first_at, _n in conn.execute(sql, params):
         age = max(0.0, now - clock.parse(deposited_at))
-        active = age <= window
-        out.append(ClaimView(tgt, agent, _name_of(conn, agent, now, names), round(age, 3),
-                             round(decay(i0, age, h), 6), deposited_at, first_at, active,
-                             round(window - age, 3) if active else 0.0, proj))
+        name, status = _holder(conn, agent, now, holders)
+        active = age <= window and status not in DEPARTED
+        out.append(ClaimView(tgt, agent, name, round(age, 3), round(decay(i0, age, h), 6), deposited_at, first_at,
+                             active, round(window - age, 3) if active else 0.0, proj, status))
     return out
+
+
+def claims_of(conn: Any, agent: str) -> list[tuple[str, str]]:
+    """(project, target) of every unreleased claim ``agent`` holds, in any project, active or
+    not (what its departure releases), ordered by project and target."""
+    rows = conn.execute(
+        "SELECT project, target FROM scent_marks WHERE kind = 'CLAIMED' AND agent = ? ORDER BY project, target",
+        (agent,),
+    )
+    return [(str(p), str(t)) for p, t in rows]
 
 
 def scent_for(

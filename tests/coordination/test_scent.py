@@ -17,7 +17,7 @@ import pytest
 
 from leanctx import clock
 from leanctx.app import LeanCtx
-from leanctx.commands.agents import RegisterAgent
+from leanctx.commands.agents import Heartbeat, RegisterAgent
 from leanctx.commands.bus import CommandContext
 from leanctx.commands.scent import (
     ClaimScent,
@@ -136,6 +136,7 @@ def test_claim_conflict_has_a_stable_code_and_says_who_and_when(app: LeanCtx) ->
     # a registered agent is named by its registry name
     do(app, RegisterAgent(agent_type="cursor", role="dev", project_root="/p", agent_id="ag1"), "ag1", T0)
     claim(app, "src/b.py", "ag1", T0)
+    do(app, Heartbeat(agent="ag1"), "ag1", T0 + 200)  # a registered holder holds while it heartbeats
     err = refused(app, DepositScent(target="src/b.py", kind="claimed"), "local-7", T0 + 240,
                   "SCENT_ALREADY_CLAIMED")  # a CLAIMED deposit is a claim: same exclusivity
     assert "already claimed by cursor-dev-1 (4m ago, still active)" in err.message
@@ -263,6 +264,7 @@ def test_scent_for_names_the_active_claimer(app: LeanCtx) -> None:
     do(app, RegisterAgent(agent_type="cursor", role="dev", project_root="/p", agent_id="ag1"), "ag1", T0,
        project="/p")
     do(app, ClaimScent(target="src/a.py"), "ag1", T0, project="/p")
+    do(app, Heartbeat(agent="ag1"), "ag1", T0 + 200, project="/p")  # a registered holder holds while it heartbeats
     c = scent_for(app.projections.reader("scent"), "/p/./src/a.py", now=T0 + 240, project="/p")
     assert c is not None and (c.agent, c.name, c.age_seconds) == ("ag1", "cursor-dev-1", 240)
     assert c.text == "claimed by cursor-dev-1, 4m ago"

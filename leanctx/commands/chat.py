@@ -16,7 +16,17 @@ Delivery rules (every surface goes through these functions):
   so they are never scanned again. Reads are exactly-once: the handler runs in the write
   transaction, so two processes reading as the same agent never get the same message.
 - Agents are named by id; a registered agent's name (``cursor-dev-1``) resolves to its id, for
-  recipients, senders and readers alike.
+  recipients, senders and readers alike. Names repeat per project (a log shared by several
+  projects through ``LEAN_CTX_DB`` holds one ``cursor-dev-1`` each), so a name resolves among
+  the agents of the command's project; an id resolves in every project.
+- A registered sender's recipient must be someone: a registered agent (refused with
+  ``AGENT_LEFT`` once it deregistered; a timed-out agent still gets its mail when it comes
+  back), a channel member, or an identity the bus already knows (it has posted or read).
+  Anything else — a typo, a name nobody has, a name an agent had before it registered again
+  under another role — is refused with ``AGENT_NOT_FOUND`` instead of being posted to nobody.
+  An unregistered sender (the CLI used without ``agent register``, where identities are
+  free-form ``$LEAN_CTX_AGENT_ID`` strings the registry cannot vouch for) may still address an
+  identity the bus has not seen yet, such as an agent that will read later.
 """
 
 from __future__ import annotations
@@ -38,6 +48,7 @@ from ..events.kinds.chat import (
     MessagePosted,
     parse_adapter_event,
 )
+from ..projections.agents import AgentView, find_agent
 from ..projections.channels import (
     ALL,
     DEFAULT_CHANNEL,
@@ -49,6 +60,7 @@ from ..projections.channels import (
     channel_info,
     get_cursor,
     get_message,
+    known_identity,
     last_seq,
     messages_for,
 )
@@ -176,7 +188,41 @@ class PostAdapterEvent(Command, frozen=True):
 
 
 def _actor(ctx: CommandContext, what: str, code: str) -> str:
-    return canonical_agent(ctx.conn, check_agent(ctx.actor, what, code))
+    return canonical_agent(ctx.conn, check_agent(ctx.actor, what, code), project_root=ctx.project)
+
+
+def agent_not_found(ref: str) -> CommandError:
+    return CommandError(
+        "AGENT_NOT_FOUND",
+        f"no agent {ref!r} in this project: give an agent's id, or its name as the agents list shows it"
+        " (ctx_agent action=list, or `lean-ctx agent list`); names are per project, an agent of another"
+        " project is reached by its id",
+    )
+
+
+def agent_left(agent: AgentView) -> CommandError:
+    return CommandError(
+        "AGENT_LEFT",
+        f"agent {agent.name} ({agent.agent_id}) left at {agent.left_at} ({agent.left_reason}) and reads no more"
+        " messages: see who is here (ctx_agent action=list, or `lean-ctx agent list`), or post to all",
+        agent_id=agent.agent_id,
+    )
+
+
+def _recipient(ctx: CommandContext, to: str, sender: str) -> str:
+    """``to`` as the id of someone other than ``sender`` who will read it (see the delivery rules)."""
+    ref = check_agent(to, "recipient", "CHAT_INVALID_RECIPIENT")
+    agent = find_agent(ctx.conn, ref, now=ctx.now, project_root=ctx.project)
+    if (agent.agent_id if agent is not None else ref) == sender:
+        raise InvalidInput("CHAT_INVALID_RECIPIENT", "a message to yourself is never delivered; use --to all"
+                           " or another agent")
+    if agent is not None:
+        if agent.status == "left":
+            raise agent_left(agent)
+        return agent.agent_id
+    if find_agent(ctx.conn, sender, now=ctx.now) is None or known_identity(ctx.conn, ref):
+        return ref  # someone the bus knows, or a sender outside the registry (see the delivery rules)
+    raise agent_not_found(ref)
 
 
 @handles(InitChannel, emits=("channel.created",), result=ChannelInfo)
@@ -191,7 +237,7 @@ def init_channel(ctx: CommandContext, cmd: InitChannel) -> ChannelInfo:
     for m in cmd.members:
         if not m.strip():
             continue
-        agent = canonical_agent(ctx.conn, check_agent(m, "member", "CHAT_INVALID_MEMBER"))
+        agent = canonical_agent(ctx.conn, check_agent(m, "member", "CHAT_INVALID_MEMBER"), project_root=ctx.project)
         if agent not in members:
             members.append(agent)
     topic = _text(cmd.topic, "topic", "CHAT_INVALID_TOPIC", MAX_TOPIC, required=False)
@@ -215,10 +261,7 @@ def post_message(ctx: CommandContext, cmd: PostMessage) -> MessageView:
     if to.lower() == ALL:
         recipient = None
     else:
-        recipient = canonical_agent(ctx.conn, check_agent(to, "recipient", "CHAT_INVALID_RECIPIENT"))
-        if recipient == sender:
-            raise InvalidInput("CHAT_INVALID_RECIPIENT", "a message to yourself is never delivered; use --to all"
-                               " or another agent")
+        recipient = _recipient(ctx, to, sender)
     category = cmd.category.strip().lower()
     if not _CATEGORY.match(category):
         raise InvalidInput(
@@ -282,7 +325,7 @@ def read_messages(ctx: CommandContext, cmd: ReadMessages) -> ReadResult:
 def post_adapter_event(ctx: CommandContext, cmd: PostAdapterEvent) -> AdapterEventView:
     agent = _actor(ctx, "agent", "CHAT_INVALID_SENDER")
     wire = parse_adapter_event(cmd.body, type_=cmd.type, agent=agent, ts=ctx.ts)
-    if canonical_agent(ctx.conn, wire.agent) != agent:
+    if canonical_agent(ctx.conn, wire.agent, project_root=ctx.project) != agent:
         raise InvalidInput("EVENT_AGENT_MISMATCH", f"the event is about {wire.agent!r} but is posted by {agent!r};"
                            f" post it as that agent (--as {wire.agent})")
     channel = None
@@ -312,5 +355,7 @@ __all__ = [
     "PostMessage",
     "ReadMessages",
     "ReadResult",
+    "agent_left",
+    "agent_not_found",
     "check_channel",
 ]

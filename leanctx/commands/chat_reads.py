@@ -1,6 +1,14 @@
 """The message bus's read side: peek, channels, info, wait and poll_events append nothing
 (``wait`` reads through :class:`~.chat.ReadMessages` when it moves the cursor). The delivery
-rules are those of :mod:`.chat`."""
+rules are those of :mod:`.chat`; ``project`` (the caller's project root) scopes agent names
+as there.
+
+A poll cursor is a log position this log handed out, so it is never past the head: one that is
+(a cursor kept from another log, a log replaced under it, a typo) is refused with
+``EVENT_CURSOR_AHEAD`` — as the SSE stream refuses such a ``Last-Event-ID`` — rather than
+answered with nothing and handed back, which would leave the poller seeing nothing, forever
+and silently. The refusal names the head and ``since=0``: the caller decides whether it has
+missed events."""
 
 from __future__ import annotations
 
@@ -40,12 +48,13 @@ def _reader_conn(lc: "LeanCtx") -> Any:
     return lc.store.read_connection()
 
 
-def identity(lc: "LeanCtx", ref: str | None, code: str = "CHAT_INVALID_READER") -> str:
-    """The canonical id of ``ref`` (an agent id or a registered name)."""
-    return canonical_agent(_reader_conn(lc), check_agent(ref, "reader", code))
+def identity(lc: "LeanCtx", ref: str | None, code: str = "CHAT_INVALID_READER", *,
+             project: str | None = None) -> str:
+    """The canonical id of ``ref`` (an agent id, or a registered name in ``project``)."""
+    return canonical_agent(_reader_conn(lc), check_agent(ref, "reader", code), project_root=project)
 
 
-def peek(lc: "LeanCtx", channel: str, reader: str, n: int = 10) -> list[MessageView]:
+def peek(lc: "LeanCtx", channel: str, reader: str, n: int = 10, *, project: str | None = None) -> list[MessageView]:
     """The last ``n`` messages of ``channel`` the reader can see (its own included); the
     cursor does not move."""
     channel = check_channel(channel)
@@ -53,20 +62,22 @@ def peek(lc: "LeanCtx", channel: str, reader: str, n: int = 10) -> list[MessageV
         raise InvalidInput("CHAT_INVALID_LIMIT", "-n must be 0 or more")
     conn = _reader_conn(lc)
     _channel_or_404(conn, channel)
-    return last_messages(conn, channel, n, reader=canonical_agent(conn, check_agent(reader, "reader",
-                                                                                    "CHAT_INVALID_READER")))
+    return last_messages(conn, channel, n, reader=_who(conn, reader, project))
 
 
-def channels(lc: "LeanCtx", reader: str | None) -> list[ChannelInfo]:
+def _who(conn: Any, reader: str | None, project: str | None) -> str:
+    return canonical_agent(conn, check_agent(reader, "reader", "CHAT_INVALID_READER"), project_root=project)
+
+
+def channels(lc: "LeanCtx", reader: str | None, *, project: str | None = None) -> list[ChannelInfo]:
     conn = _reader_conn(lc)
-    who = canonical_agent(conn, check_agent(reader, "reader", "CHAT_INVALID_READER")) if reader else None
-    return list_channels(conn, reader=who)
+    return list_channels(conn, reader=_who(conn, reader, project) if reader else None)
 
 
-def info(lc: "LeanCtx", channel: str, reader: str | None) -> ChannelInfo:
+def info(lc: "LeanCtx", channel: str, reader: str | None, *, project: str | None = None) -> ChannelInfo:
     channel = check_channel(channel)
     conn = _reader_conn(lc)
-    who = canonical_agent(conn, check_agent(reader, "reader", "CHAT_INVALID_READER")) if reader else None
+    who = _who(conn, reader, project) if reader else None
     found = channel_info(conn, channel, reader=who)
     if found is None:
         _channel_or_404(conn, channel)
@@ -99,7 +110,7 @@ def wait(
     deadline = time.monotonic() + timeout
     conn = _reader_conn(lc)
     _channel_or_404(conn, channel)
-    reader = canonical_agent(conn, check_agent(reader, "reader", "CHAT_INVALID_READER"))
+    reader = _who(conn, reader, project)
     flt = TopicFilter(kinds=("message.posted",), channel=channel, to_agent=reader)
     seq, since = get_cursor(conn, reader, channel)
     while True:
@@ -129,7 +140,8 @@ def poll_events(store: "SqliteEventStore", since: int = 0, filter: TopicFilter |
 
     ``filter.to_agent`` is the caller's identity: events directed to another agent are never
     returned (broadcasts are). ``next_cursor`` is the last position examined: the last event
-    returned when ``limit`` cut the answer short, else the head at query time."""
+    returned when ``limit`` cut the answer short, else the head at query time. A ``since``
+    past the head is refused (``EVENT_CURSOR_AHEAD``)."""
     if since < 0:
         raise InvalidInput("EVENT_INVALID_CURSOR", "since must be a position, 0 or more")
     if limit is not None and limit < 1:
@@ -137,11 +149,18 @@ def poll_events(store: "SqliteEventStore", since: int = 0, filter: TopicFilter |
     conn = store.read_connection()
     with conn:  # one read snapshot: the head and the events agree
         head = store.head().position
-        events = store.read_all(since, filter, limit)
+        events = store.read_all(since, filter, limit) if since <= head else []
+    if since > head:
+        raise InvalidInput(
+            "EVENT_CURSOR_AHEAD",
+            f"since={since} is past the log's last position ({head}), so it is not a cursor of this log (kept"
+            f" from another log, or mistyped): poll from since={head} for what comes next, or since=0 to read"
+            " the log from the start",
+            head=head,
+        )
     if limit is not None and len(events) == limit:
         return PollResult(events, events[-1].position)
-    return PollResult(events, max(since, head))
-
+    return PollResult(events, head)
 
 
 __all__ = ["PollResult", "channels", "identity", "info", "peek", "poll_events", "wait"]

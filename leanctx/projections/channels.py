@@ -361,13 +361,29 @@ def list_channels(conn: Any, *, reader: str | None = None, everything: bool = Fa
     return [_info(conn, n, rows.get(n), reader, everything) for n in names]
 
 
-def canonical_agent(conn: Any, ref: str) -> str:
-    """``ref`` as an agent id: a registered agent's name resolves to its id (the newest
-    registration of that name); an id, or an identity nobody registered, is kept as is."""
+def canonical_agent(conn: Any, ref: str, *, project_root: str | None = None) -> str:
+    """``ref`` as an agent id: a registered agent's id is kept, in any project; a registered
+    agent's name resolves to its id — among the agents of ``project_root`` when given (names
+    repeat per project, so a log shared by several projects holds one ``cursor-dev-1`` each),
+    else the newest registration of that name anywhere. A reference nobody registered (or a
+    name only another project has) is kept as is."""
     from .agents import find_agent
 
-    agent = find_agent(conn, ref, now=0.0)  # ``now`` only feeds the status, unused here
+    agent = find_agent(conn, ref, now=0.0, project_root=project_root)  # ``now`` only feeds the status
     return agent.agent_id if agent is not None else ref
+
+
+def known_identity(conn: Any, ref: str) -> bool:
+    """Whether the bus knows ``ref`` without a registration: a member of a channel, or an
+    identity that has posted, read (a cursor) or declared an adapter capability or status."""
+    checks = (  # by key first; the scan of the messages' senders last
+        "SELECT 1 FROM channel_cursors WHERE agent = ? LIMIT 1",
+        "SELECT 1 FROM adapter_status WHERE agent = ?",
+        "SELECT 1 FROM adapter_capabilities WHERE agent = ?",
+        "SELECT 1 FROM channels, json_each(channels.members) WHERE json_each.value = ? LIMIT 1",
+        "SELECT 1 FROM channel_messages WHERE sender = ? LIMIT 1",
+    )
+    return any(conn.execute(sql, (ref,)).fetchone() is not None for sql in checks)
 
 
 def adapter_states(conn: Any, agents: list[str] | None = None) -> list[AdapterState]:

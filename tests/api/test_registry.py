@@ -134,6 +134,7 @@ def test_strings_convert_where_the_schema_says_number(lc: Any, project: Path) ->
 def test_agent_and_task_actions(lc: Any, project: Path) -> None:
     a, b = caller(project, "alice", "s1"), caller(project, "bob", "s2")
     registry.call(lc, a, "ctx_agent", {"action": "register", "role": "review"})
+    registry.call(lc, b, "ctx_agent", {"action": "register", "role": "dev"})  # a message to nobody is refused
     assert "alice" in registry.call(lc, b, "ctx_agent", {"action": "list"})["text"]
     registry.call(lc, a, "ctx_agent", {"action": "post", "title": "t", "body": "hello bob", "to": "bob"})
     assert "hello bob" in registry.call(lc, b, "ctx_agent", {"action": "read"})["text"]

@@ -1,8 +1,13 @@
 """``ctx_agent``: the caller among other agents — registry, messages, scent claims, diary,
-events, heartbeat and budget, one ``action`` per verb (the coordination commands' wrappers)."""
+events, heartbeat and budget, one ``action`` per verb (the coordination commands' wrappers).
+
+An ``agent=`` argument is an agent id, or a name in the caller's project (names repeat per
+project); one that names nobody is refused with ``AGENT_NOT_FOUND`` rather than answered as an
+empty diary or an unlimited budget of nobody."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 import msgspec
@@ -55,13 +60,22 @@ def _dispatch(lc: Any, caller: Caller, command: Any) -> Any:
                            project=caller.project).value
 
 
-def _resolve(lc: Any, caller: Caller, ref: str | None) -> str:
+def _resolve(lc: Any, caller: Caller, ref: str | None, known: Callable[[str], bool]) -> str:
+    """``ref`` (an agent id, or a name in the caller's project) as an agent id, else the caller.
+    A ``ref`` no registered agent matches is kept only when ``known(ref)`` (the log holds
+    something of that unregistered identity); otherwise ``AGENT_NOT_FOUND``."""
+    from ...commands.chat import agent_not_found
     from ...projections.agents import find_agent
 
-    if not ref:
+    if not ref or not ref.strip():
         return _me(caller)
+    ref = ref.strip()
     found = find_agent(lc.projections.reader("agents"), ref, now=clock.now(), project_root=caller.project)
-    return found.agent_id if found is not None else ref
+    if found is not None:
+        return found.agent_id
+    if known(ref):
+        return ref
+    raise agent_not_found(ref)
 
 
 def _message_lines(messages: list[Any]) -> list[str]:
@@ -170,9 +184,10 @@ def _recall(lc: Any, caller: Caller, a: AgentArgs) -> dict[str, Any]:
     from ...commands.diaries import check_category
     from ...projections.diaries import recall_diary
 
-    who = _resolve(lc, caller, a.agent)
+    conn = lc.projections.reader("diaries")
+    who = _resolve(lc, caller, a.agent, lambda ref: bool(recall_diary(conn, ref, limit=1)))
     cat = check_category(a.category) if a.category else None
-    entries = recall_diary(lc.projections.reader("diaries"), who, category=cat, limit=a.limit or 20, matching=a.grep)
+    entries = recall_diary(conn, who, category=cat, limit=a.limit or 20, matching=a.grep)
     lines = []
     for e in entries:
         extra = (" [" + ", ".join(e.tags) + "]" if e.tags else "") + (" " + " ".join(e.paths) if e.paths else "")
@@ -185,7 +200,7 @@ def _poll(lc: Any, caller: Caller, a: AgentArgs) -> dict[str, Any]:
     from ...events import TopicFilter
     from ...events.codec import payload_dict
 
-    me = identity(lc, _me(caller))
+    me = identity(lc, _me(caller), project=caller.project)
     flt = TopicFilter(kinds=tuple(a.kinds) if a.kinds else None, to_agent=me, channel=a.channel)
     res = poll_events(lc.store, a.since or 0, flt, a.limit or 100)
     lines = []
@@ -208,7 +223,13 @@ def _heartbeat(lc: Any, caller: Caller, a: AgentArgs) -> dict[str, Any]:
 def _budget(lc: Any, caller: Caller, a: AgentArgs) -> dict[str, Any]:
     from ...projections.budgets import budget_view
 
-    v = budget_view(lc.projections.reader("budgets"), _resolve(lc, caller, a.agent))
+    conn = lc.projections.reader("budgets")
+
+    def known(ref: str) -> bool:  # a budget was set, or tokens recorded, for that identity
+        v = budget_view(conn, ref)
+        return bool(v.agent_token_budget or v.consumed_total or v.resets)
+
+    v = budget_view(conn, _resolve(lc, caller, a.agent, known))
     if v.agent_token_budget == 0:
         text = f"budget of {v.agent_id}: unlimited; {v.used} tokens used"
     else:

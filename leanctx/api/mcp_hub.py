@@ -49,6 +49,7 @@ class Hub:
         self.gap_threshold = gap_threshold_from_env()
         self.resume_max_tokens = max_tokens_from_env()
         self.structured = False  # every result carries structuredContent (mcp_server's module doc)
+        self.allow_exec = True  # calls that run commands or write files (``lean-ctx serve --no-exec``: False)
 
     @property
     def lc(self) -> Any:

@@ -34,6 +34,11 @@ registry's mapping (tokens, archive id, ...) ask for it: per call with request
 ``{"error": {...}, "call": n}``). The same mapping is what ``/v1/tools`` and ``lean-ctx call
 --json`` give.
 
+Exec policy: ``build_server(..., allow_exec=False)`` (``lean-ctx serve --no-exec`` mounting ``/mcp``)
+gives every caller ``allow_exec=False``, so the registry refuses calls that run commands or write
+files (``HTTP_EXEC_DISABLED``, ``ctx_call`` included), and ``tools/list`` leaves out the tools
+that always need exec (``ctx_shell``, ``ctx_edit``).
+
 Requests at the stateless 2026-07-28 protocol (no ``initialize``; the SDK's default client
 negotiates it) have no MCP session: they run as one lean-ctx session per client name, listing
 every tool (change notifications need ``subscriptions/listen`` there).
@@ -41,6 +46,7 @@ every tool (change notifications need ``subscriptions/listen`` there).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from collections.abc import AsyncIterator, Callable, Iterable
@@ -88,6 +94,10 @@ DEFAULT_HTTP_PORT = 3345
 INSTRUCTIONS = ("lean-ctx: compressed project context and multi-agent coordination. Prefer ctx_read, ctx_shell, "
                 "ctx_search over plain tools; re-reads of unchanged files return short stubs. Coordinate with "
                 "ctx_agent and ctx_task; ctx_load_tools lists more tools.")
+NO_EXEC_INSTRUCTIONS = ("lean-ctx: compressed project context and multi-agent coordination. Prefer ctx_read and "
+                        "ctx_search over plain tools; re-reads of unchanged files return short stubs. Coordinate "
+                        "with ctx_agent and ctx_task; ctx_load_tools lists more tools. This server runs no "
+                        "commands and edits no files (started with --no-exec).")
 _enc = msgspec.json.Encoder()
 
 
@@ -125,7 +135,8 @@ class LeanCtxMCP(MCPServer):
 
     def __init__(self, hub: Hub, *, name: str = "lean-ctx") -> None:
         self.hub = hub
-        super().__init__(name=name, version=__version__, instructions=INSTRUCTIONS, log_level="WARNING",
+        super().__init__(name=name, version=__version__,
+                         instructions=INSTRUCTIONS if hub.allow_exec else NO_EXEC_INSTRUCTIONS, log_level="WARNING",
                          lifespan=_lifespan, middleware=[self._middleware])
 
     # --- sessions ----------------------------------------------------------------------------
@@ -161,19 +172,26 @@ class LeanCtxMCP(MCPServer):
         if ctx.method == "tools/list":
             result = await call_next(ctx)
             sess = await self.session_for(ctx)
-            return {**result, "tools": [registry.wire(t) for t in registry.tools(sess.loaded())]}
+            return {**result, "tools": [registry.wire(t) for t in self._tools(sess.loaded())]}
         return await call_next(ctx)
 
     # --- tools -------------------------------------------------------------------------------
+    def _tools(self, categories: Iterable[str] | None = None) -> list[registry.Tool]:
+        return registry.tools(categories, allow_exec=self.hub.allow_exec)
+
+    def _caller(self, sess: McpSession) -> registry.Caller:
+        """The session's caller under this server's exec policy (module doc)."""
+        return dataclasses.replace(sess.caller(self.hub.project), allow_exec=self.hub.allow_exec)
+
     async def list_tools(self) -> list[MCPTool]:
         """Every tool (``tools/list`` answers per session, through the middleware)."""
-        return [MCPTool.model_validate(registry.wire(t)) for t in registry.tools()]
+        return [MCPTool.model_validate(registry.wire(t)) for t in self._tools()]
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> CallToolResult:
         rc = _request_context(context)
         sess = await self.session_for(rc)
         n = sess.tick()
-        caller = sess.caller(self.hub.project)
+        caller = self._caller(sess)
         args, expected = _expected_call(rc, arguments)
         structured = self.hub.structured or _request_meta(rc).get(STRUCTURED_META) is True
         resume = sess.claim_resume(n, expected, self.hub.gap_threshold)
@@ -304,12 +322,14 @@ def _error(exc: LeanCtxError, n: int, sess: McpSession, structured: bool) -> Cal
 
 
 def build_server(lc: Any, *, project: str | os.PathLike[str], name: str = "lean-ctx",
-                 structured: bool | None = None) -> LeanCtxMCP:
+                 structured: bool | None = None, allow_exec: bool = True) -> LeanCtxMCP:
     """An MCP server over the log ``lc``: a ``LeanCtx``, a factory returning one (opened on first
     use), or a database path; ``project`` is the project root every tool works in. ``structured``:
-    every result carries ``structuredContent`` (module doc); None reads ``LEAN_CTX_MCP_STRUCTURED``."""
+    every result carries ``structuredContent`` (module doc); None reads ``LEAN_CTX_MCP_STRUCTURED``.
+    ``allow_exec=False``: no call may run commands or write files (module doc)."""
     hub = Hub(lc, project)
     hub.structured = structured_from_env() if structured is None else structured
+    hub.allow_exec = allow_exec
     return LeanCtxMCP(hub, name=name)
 
 

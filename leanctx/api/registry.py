@@ -18,6 +18,16 @@ transport translates them once (MCP: a tool error ``CODE: sentence``; HTTP: stat
 Arguments that do not fit the Struct are refused here with ``INVALID_ARGUMENT``, and an
 unknown tool with ``TOOL_UNKNOWN``.
 
+The exec policy lives here, the one place every transport passes through (``/v1/tools``,
+``/mcp``, stdio MCP, the CLI, and ``ctx_call`` naming another tool): a row that runs commands
+or writes project files says so (``tool(..., exec_when=True)``, or ``exec_when=<predicate of its parsed
+arguments>`` when only some calls write, e.g. ``ctx_handoff create out=FILE``; ``ctx_shell`` and
+``ctx_edit`` are in ``EXEC_TOOLS``), and :func:`call` refuses such a call from a caller whose
+``allow_exec`` is False with ``403 HTTP_EXEC_DISABLED`` (:class:`ExecDisabled`). ``Caller``
+allows exec by default (the CLI and stdio MCP are the user's own processes); ``lean-ctx
+serve`` passes its ``--allow-exec``/``--no-exec`` policy. ``tools(allow_exec=False)`` leaves out
+the rows that always need exec (a tools list does not offer what would be refused).
+
 ``ctx_session`` and ``ctx_overview`` are in category ``session``; ``ctx_knowledge``,
 ``ctx_handoff`` and ``ctx_proof`` in ``memory``.
 """
@@ -32,12 +42,14 @@ from typing import Any, Protocol
 
 import msgspec
 
-from ..errors import InvalidInput, NotFound
+from ..errors import InvalidInput, LeanCtxError, NotFound
 
 __all__ = [
     "CATEGORIES",
     "DEFAULT_CATEGORIES",
+    "EXEC_TOOLS",
     "Caller",
+    "ExecDisabled",
     "Tool",
     "ToolSet",
     "call",
@@ -58,6 +70,15 @@ CATEGORIES: dict[str, str] = {
     "metrics": "token savings",
 }
 DEFAULT_CATEGORIES: tuple[str, ...] = ("core", "session")
+# rows that always run commands or write files (their modules predate ``tool(..., exec_when=)``)
+EXEC_TOOLS = frozenset({"ctx_shell", "ctx_edit"})
+
+
+class ExecDisabled(LeanCtxError):
+    """A call that runs commands or writes files, from a caller not allowed to (``--no-exec``)."""
+
+    code = "HTTP_EXEC_DISABLED"
+    http_status = 403
 
 
 class ToolSet(Protocol):
@@ -79,15 +100,18 @@ class Caller:
     """Who calls: the agent, its conversation (session) and the project root.
 
     ``toolset`` is the caller's lazy tool list when its transport has one (MCP), else None
-    (every tool is always available)."""
+    (every tool is always available). ``allow_exec``: whether calls that run commands or write
+    files are allowed (the module doc)."""
 
     agent_id: str | None
     session_id: str | None
     project: str
     toolset: ToolSet | None = field(default=None, compare=False)
+    allow_exec: bool = True
 
 
 ToolFn = Callable[[Any, Caller, Any], dict[str, Any]]
+ExecWhen = bool | Callable[[Any], bool]
 
 
 @dataclass(frozen=True)
@@ -97,6 +121,11 @@ class Tool:
     description: str
     args: type[msgspec.Struct]
     fn: ToolFn = field(compare=False)
+    exec_when: ExecWhen = field(default=False, compare=False)  # runs commands or writes files (module doc)
+
+    def needs_exec(self, args: Any) -> bool:
+        """Whether this call (its parsed ``args``) runs commands or writes files."""
+        return bool(self.exec_when(args)) if callable(self.exec_when) else self.exec_when
 
     @property
     def route(self) -> str:
@@ -117,15 +146,19 @@ _loaded = False
 _load_lock = threading.Lock()
 
 
-def tool(name: str, *, category: str, description: str, args: type[msgspec.Struct]) -> Callable[[ToolFn], ToolFn]:
-    """Register ``fn`` as the tool ``name`` (a row of the table)."""
+def tool(name: str, *, category: str, description: str, args: type[msgspec.Struct],
+         exec_when: ExecWhen | None = None) -> Callable[[ToolFn], ToolFn]:
+    """Register ``fn`` as the tool ``name`` (a row of the table). ``exec_when``: the call runs
+    commands or writes files — True, or a predicate of the parsed arguments (default: whether
+    ``name`` is in ``EXEC_TOOLS``)."""
     if category not in CATEGORIES:
         raise ValueError(f"unknown tool category {category!r}")
+    needs = (name in EXEC_TOOLS) if exec_when is None else exec_when
 
     def register(fn: ToolFn) -> ToolFn:
         if name in _TABLE:
             raise ValueError(f"tool {name!r} is registered twice")
-        _TABLE[name] = Tool(name, category, " ".join(description.split()), args, fn)
+        _TABLE[name] = Tool(name, category, " ".join(description.split()), args, fn, needs)
         return fn
 
     return register
@@ -143,12 +176,14 @@ def _load() -> None:
             _loaded = True
 
 
-def tools(categories: Iterable[str] | None = None) -> list[Tool]:
-    """Every tool (of ``categories`` if given), in category order, then table order."""
+def tools(categories: Iterable[str] | None = None, *, allow_exec: bool = True) -> list[Tool]:
+    """Every tool (of ``categories`` if given), in category order, then table order; without
+    ``allow_exec``, not the rows that always need it."""
     _load()
     order = list(CATEGORIES)
     wanted = None if categories is None else set(categories)
-    rows = [t for t in _TABLE.values() if wanted is None or t.category in wanted]
+    rows = [t for t in _TABLE.values() if (wanted is None or t.category in wanted)
+            and (allow_exec or t.exec_when is not True)]
     return sorted(rows, key=lambda t: order.index(t.category))
 
 
@@ -173,10 +208,22 @@ def parse_args(t: Tool, raw: Any) -> Any:
 
 
 def call(lc: Any, caller: Caller, name: str, raw_args: Any = None) -> dict[str, Any]:
-    """Run the tool ``name`` as ``caller``; a JSON-ready mapping (``LeanCtxError`` passes through)."""
+    """Run the tool ``name`` as ``caller``; a JSON-ready mapping (``LeanCtxError`` passes through).
+    A call that needs exec from a caller without it is refused (``ExecDisabled``), before it runs."""
     t = get(name)
-    out = t.fn(lc, caller, parse_args(t, raw_args))
+    if not caller.allow_exec and t.exec_when is True:  # refused whatever the arguments
+        raise _exec_disabled(t)
+    args = parse_args(t, raw_args)
+    if not caller.allow_exec and t.needs_exec(args):
+        raise _exec_disabled(t)
+    out = t.fn(lc, caller, args)
     return msgspec.to_builtins(out)
+
+
+def _exec_disabled(t: Tool) -> ExecDisabled:
+    what = "runs commands or writes files" if t.exec_when is True else "writes a file with these arguments"
+    return ExecDisabled(message=f"{t.name} {what}, which this server does not allow (it was started with "
+                        "--no-exec, or bound beyond loopback without --allow-exec)", tool=t.name)
 
 
 # --- schemas -------------------------------------------------------------------------------

@@ -57,7 +57,7 @@ class McpMount:
 
 def _mcp(st: ServerState) -> McpMount | None:
     """MCP (streamable HTTP) at ``/mcp``, from ``leanctx.api.mcp_server``: its
-    ``build_server(lc, project=...)`` and ``http_mount(server, path=..., host=...,
+    ``build_server(lc, project=..., allow_exec=...)`` (the server's exec policy holds there too) and ``http_mount(server, path=..., host=...,
     transport_security=...)`` (routes + lifespan). The SDK's own Host/Origin check is turned off
     there because ``SecurityMiddleware`` applies the server's allowlist to ``/mcp`` too. None
     (logged) when the module is missing or fails: the rest is served anyway."""
@@ -73,7 +73,7 @@ def _mcp(st: ServerState) -> McpMount | None:
     try:
         from mcp.server.transport_security import TransportSecuritySettings
 
-        server = build(st.lc, project=st.project_root)
+        server = build(st.lc, project=st.project_root, allow_exec=st.config.exec_allowed())
         routes, lifespan = mount(server, path="/mcp", host=st.config.host,
                                  transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
         return McpMount(list(routes), lifespan)

@@ -1,4 +1,4 @@
-"""A token-bucket rate limit per client key (its agent, else its address)."""
+"""A token-bucket rate limit per key (``security`` keys them by client and by address)."""
 
 from __future__ import annotations
 

@@ -4,12 +4,21 @@ In order, for every request:
 
 1. ``Host`` must be allowed (loopback names, the bind address, ``--allow-host``):
    ``400 HTTP_HOST_NOT_ALLOWED``. This defeats DNS rebinding against a loopback server.
-2. An ``Origin`` header, when present, must name an allowed host too:
-   ``403 HTTP_ORIGIN_NOT_ALLOWED`` (browsers send it on cross-site requests; no CORS is granted).
-3. With a bearer token configured (always when bound beyond loopback), every route but
+2. An ``Origin`` header, when present, must be the server's own origin: an ``http``/``https``
+   URL whose host is allowed and whose port is the port the request was sent to (the ``Host``
+   header's; with no port there, the default of the Origin's scheme, as behind a TLS proxy):
+   ``403 HTTP_ORIGIN_NOT_ALLOWED``. Browsers send it on cross-site requests, and a page on
+   another port of this machine is another site; no CORS is granted. (One port serves one
+   scheme, so the same host and port is the same origin.)
+3. Rate limit, before authentication, so requests failing it are limited too (token buckets,
+   ``429 RATE_LIMITED`` with ``Retry-After``): a bucket per client (its agent when it sends a
+   valid agent token, else its address) at the configured rate, and a bucket per address at
+   ``ADDRESS_FACTOR`` times that rate, so agents sharing one address (several agents of one
+   machine) get at most that many times the limit, not one limit each. IPv6 addresses count
+   by their /64 network (one host holds a whole /64).
+4. With a bearer token configured (always when bound beyond loopback), every route but
    ``/health`` and the dashboard's static files needs ``Authorization: Bearer <token>``: ``401 AUTH_TOKEN_REQUIRED`` /
    ``401 AUTH_TOKEN_INVALID``.
-4. Token-bucket rate limit per client: ``429 RATE_LIMITED`` with ``Retry-After``.
 
 Agent identity is separate from the bearer token (which only says "may use this server"): an
 agent's actions need *its own* token in ``X-Agent-Token`` (see ``tokens``). ``require_agent``
@@ -21,6 +30,7 @@ returns the agent id the token proves (``401 AUTH_AGENT_TOKEN_REQUIRED`` /
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import math
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -40,14 +50,17 @@ if TYPE_CHECKING:
 # is public by accident. The names are dashboard.ASSETS' (a test serves each without a token).
 DASHBOARD_FILES = ("index.html", "dashboard.js", "dashboard.css", "favicon.svg")
 PUBLIC_PATHS = frozenset({"/health", "/", *(f"/dashboard/{name}" for name in DASHBOARD_FILES)})
+ADDRESS_FACTOR = 4  # one address may send this many clients' worth of requests (module doc, 3.)
 
 
 class SecurityMiddleware:
-    def __init__(self, app: ASGIApp, config: "ServerConfig", tokens: AgentTokens, limiter: TokenBucket) -> None:
+    def __init__(self, app: ASGIApp, config: ServerConfig, tokens: AgentTokens, limiter: TokenBucket) -> None:
         self.app = app
         self.config = config
         self.tokens = tokens
         self.limiter = limiter
+        self.per_address = TokenBucket(limiter.rate * ADDRESS_FACTOR, int(limiter.burst * ADDRESS_FACTOR),
+                                       clock=limiter.clock, max_keys=limiter.max_keys)
         self._bearer = config.token.encode() if config.token else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -71,15 +84,13 @@ class SecurityMiddleware:
                             f"Host {headers.get('host', '')[:100]!r} is not served here; use the server's address, or"
                             " start it with --allow-host NAME")
         origin = headers.get("origin")
-        if origin is not None and origin != "null":
-            netloc = urlsplit(origin).netloc
-            if not self.config.host_allowed(netloc):
-                raise HttpError(403, "HTTP_ORIGIN_NOT_ALLOWED", "cross-origin requests are not accepted")
-        elif origin == "null":
+        if origin is not None and not self._same_origin(origin, headers.get("host", "")):
             raise HttpError(403, "HTTP_ORIGIN_NOT_ALLOWED", "cross-origin requests are not accepted")
         path = scope.get("path", "")
         if path in PUBLIC_PATHS:
             return
+        if self.limiter.enabled:
+            self._rate_limit(scope, headers)
         if self._bearer is not None:
             auth = headers.get("authorization", "")
             scheme, _, value = auth.partition(" ")
@@ -91,15 +102,47 @@ class SecurityMiddleware:
                 raise HttpError(401, "AUTH_TOKEN_INVALID",
                                 "the bearer token is not the one this server was started with",
                                 headers={"WWW-Authenticate": 'Bearer realm="lean-ctx", error="invalid_token"'})
-        if self.limiter.enabled:
-            agent = self.tokens.verify(headers.get(HEADER.lower()))
-            client = scope.get("client")
-            key = f"agent:{agent}" if agent else f"addr:{client[0] if client else '?'}"
-            wait = self.limiter.take(key)
+
+    def _same_origin(self, origin: str, host: str) -> bool:
+        """``origin`` is this server's own (module doc, 2.); ``host`` is the allowed Host header."""
+        try:
+            o, h = urlsplit(origin), urlsplit("//" + host)
+            o_port, h_port = o.port, h.port
+        except ValueError:  # a port that is not a number, or out of range
+            return False
+        scheme = o.scheme.lower()
+        if (scheme not in ("http", "https") or not o.hostname or o.username is not None or o.password is not None
+                or o.path or o.query or o.fragment or not self.config.host_allowed(o.netloc)):
+            return False
+        default = 443 if scheme == "https" else 80
+        return (o_port or default) == (h_port or default)
+
+    def _rate_limit(self, scope: Scope, headers: dict[str, str]) -> None:
+        """The two buckets of the module doc (3.), before the bearer check."""
+        client = scope.get("client")
+        address = _address_key(client[0] if client else "?")
+        agent = self.tokens.verify(headers.get(HEADER.lower()))  # an HMAC: no database
+        for limiter, key, per in ((self.per_address, f"net:{address}", "address"),
+                                  (self.limiter, f"agent:{agent}" if agent else f"addr:{address}", "client")):
+            wait = limiter.take(key)
             if wait > 0:
                 raise HttpError(429, "RATE_LIMITED",
-                                f"too many requests; retry in {wait:.2f}s (limit {self.limiter.rate:g}/s per client)",
+                                f"too many requests; retry in {wait:.2f}s (limit {limiter.rate:g}/s per {per})",
                                 headers={"Retry-After": str(max(1, math.ceil(wait)))})
+
+
+def _address_key(address: str) -> str:
+    """A client address as its rate-limit key: IPv4 as is, IPv6 by its /64 network."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        mapped = ip.ipv4_mapped
+        if mapped is not None:
+            return str(mapped)
+        return str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return str(ip)
 
 
 def _headers(scope: Scope) -> dict[str, str]:

@@ -5,10 +5,17 @@ agent's work from one (see ``leanctx.commands.handoff``).
 client shows the model; ``import`` with ``bundle`` takes that line with or without its final newline
 (recorded ``via inline``; with ``path``: ``via file``). The texts here are shared with the CLI
 (``lean-ctx handoff``) and the A2A endpoint: counts in words, how each import came, and next steps
-as the tool action first, then the CLI command."""
+as the tool action first, then the CLI command.
+
+``create`` with ``out`` writes a project file, like ``ctx_edit``: the registry refuses it to a
+caller without exec (``HTTP_EXEC_DISABLED``, ``lean-ctx serve --no-exec``). Even with exec, ``out``
+never lands in version-control metadata (``.git/``, ``.hg/``, ``.svn/``: hooks there run code), in
+a ``.lean-ctx`` folder, nor in the log's folder or lean-ctx's data directory (keys, secrets):
+``HANDOFF_PATH_REFUSED``."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -55,8 +62,36 @@ def _path(caller: Caller, p: str) -> Path:
     return Path(caller.project) / wp.path
 
 
-def _out_path(caller: Caller, out: str, overwrite: bool) -> Path:
-    path = _path(caller, out)
+# folders ``out`` never writes into: version-control metadata (its hooks run code) and lean-ctx's own
+REFUSED_DIRS = frozenset({".git", ".hg", ".svn", ".lean-ctx"})
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _refused_by_data(lc: Any, caller: Caller, path: Path) -> bool:
+    """``path`` is the log (or its -wal/-shm/-journal), or lies in the log's folder or the data
+    directory when that folder is inside the project (one that holds the project is not refused whole)."""
+    from ...config import data_dir
+
+    real, project = os.path.realpath(path), os.path.realpath(caller.project)
+    db = os.path.realpath(lc.db)
+    if real in {db + suffix for suffix in ("", "-wal", "-shm", "-journal")}:
+        return True
+    folders = {os.path.dirname(db), os.path.realpath(data_dir())}
+    return any(_inside(real, f) and not _inside(project, f) for f in folders)
+
+
+def _out_path(lc: Any, caller: Caller, out: str, overwrite: bool) -> Path:
+    path = _path(caller, out)  # normalized: symlinks inside the project resolved, so a link to .git/ is seen
+    rel = path.relative_to(caller.project).parts
+    refused = next((p for p in rel if p.casefold() in REFUSED_DIRS), None)
+    if refused is None and _refused_by_data(lc, caller, path):
+        refused = "lean-ctx's data (the log, keys, secrets)"
+    if refused is not None:
+        raise InvalidInput("HANDOFF_PATH_REFUSED", f"out={out} is inside {refused}, where a handoff is never "
+                           "written; choose a file elsewhere in the project", path=out)
     if path.exists() and not overwrite:
         raise InvalidInput("HANDOFF_OUT_EXISTS", f"{out} exists; choose a new file, or pass overwrite=true to "
                                                  "replace it", path=out)
@@ -140,7 +175,12 @@ def show_handoff(lc: Any, handoff_id: str) -> dict[str, Any]:
     return {"text": "\n".join(lines), "created": c, "imports": imps}
 
 
-@tool("ctx_handoff", category="memory", args=HandoffArgs, description="""
+def _writes(a: HandoffArgs) -> bool:
+    """The calls that write a project file (the registry's exec policy)."""
+    return a.action == "create" and a.out is not None
+
+
+@tool("ctx_handoff", category="memory", args=HandoffArgs, exec_when=_writes, description="""
 Hand work to another agent with a signed bundle, or continue another agent's work. action:
 create(knowledge?: all|none|CATEGORY, message?, out? (a new file in the project), overwrite?) → bundle | import(path | bundle,
 apply_session?, apply_knowledge?, apply_workflow?, lease_seconds?) (verified against the trust
@@ -151,7 +191,7 @@ def ctx_handoff(lc: Any, caller: Caller, a: HandoffArgs) -> dict[str, Any]:
 
     if a.action == "create":
         # the path is checked before the handoff is recorded: a refused out creates nothing
-        out = _out_path(caller, a.out, a.overwrite) if a.out else None
+        out = _out_path(lc, caller, a.out, a.overwrite) if a.out else None
         v = _dispatch(lc, caller, CreateHandoff(knowledge=a.knowledge, diary_limit=a.diary_limit, message=a.message))
         if out is not None and a.out:
             out.parent.mkdir(parents=True, exist_ok=True)

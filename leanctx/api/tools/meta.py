@@ -1,5 +1,9 @@
 """``ctx_call`` (run any tool by name, listed or not) and ``ctx_load_tools`` (the caller's lazy
-tool categories: list, load, unload)."""
+tool categories: list, load, unload).
+
+``ctx_call`` calls through ``registry.call`` with the same caller, so the registry's exec policy
+holds for the tool it names (``HTTP_EXEC_DISABLED`` for ``ctx_shell`` on a ``--no-exec`` server);
+the listing names only what the caller may call that way (no ``ctx_shell``/``ctx_edit`` without exec)."""
 
 from __future__ import annotations
 
@@ -30,10 +34,10 @@ class LoadArgs(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     categories: list[str] = []
 
 
-def _listing(loaded: set[str]) -> list[dict[str, Any]]:
+def _listing(loaded: set[str], allow_exec: bool) -> list[dict[str, Any]]:
     out = []
     for name, about in CATEGORIES.items():
-        names = [t.name for t in registry.tools([name])]
+        names = [t.name for t in registry.tools([name], allow_exec=allow_exec)]
         out.append({"category": name, "loaded": name in loaded, "tools": names, "about": about})
     return out
 
@@ -60,7 +64,7 @@ def ctx_load_tools(lc: Any, caller: Caller, a: LoadArgs) -> dict[str, Any]:
             changed = ts.unload(a.categories)
         loaded = set(ts.loaded())
         note = f"{a.action}ed: {', '.join(changed)}" if changed else ("" if a.action == "list" else "nothing changed")
-    rows = _listing(loaded)
+    rows = _listing(loaded, caller.allow_exec)
     lines = [f"{'*' if r['loaded'] else ' '} {r['category']}: {', '.join(r['tools']) or '(no tools yet)'} — {r['about']}"
              for r in rows]
     if note:

@@ -6,6 +6,19 @@ blocked → open | in_progress | cancelled; done and cancelled are terminal. Wri
 task already has appends nothing and returns ``unchanged=True``. A task starts
 (→ in_progress) or finishes (→ done) only when every dependency is done.
 
+Only ``claim`` starts a task (it grants the lease; ``recover`` and a handover keep one going):
+``update`` refuses to move a task to in_progress (``TASK_CLAIM_REQUIRED``), so no task is in
+progress without an owner holding a lease. While another agent holds a task's lease, every write
+of ``update`` — any field, not only the status or owner — is refused like the other verbs
+(``LEASE_OWNER_MISMATCH``, or ``LEASE_EXPIRED_RECOVER_REQUIRED`` once it expired); a write that
+changes nothing is no write. Moving out of in_progress by ``update`` ends the lease and keeps
+the owner as an assignment, as ``block`` does.
+
+Agents named by a task (``owner``, the delegate ``to_agent``) are registered agents, stored by
+id: a name as the agents list shows it resolves to its id among the agents of the command's
+project (as for messages; an id resolves in any project), and a reference no registered agent
+matches is refused (``AGENT_NOT_FOUND``) instead of being kept as a string nobody receives.
+
 Delegation: events of a task with ``to_agent`` are directed to the other party — to the
 delegate when someone else acts, to the creator when the delegate acts — so each sees them
 through ``TopicFilter(to_agent=...)``; every event carries ``channel=``.
@@ -29,7 +42,14 @@ from typing import Any
 from ..errors import CommandError
 from ..events import NO_STREAM
 from ..events.kinds import Event
-from ..events.kinds.task import TaskBlocked, TaskCompleted, TaskCreated, TaskStatusChanged, TaskUpdated
+from ..events.kinds.task import (
+    TaskBlocked,
+    TaskCompleted,
+    TaskCreated,
+    TaskStatusChanged,
+    TaskUpdated,
+)
+from ..projections.agents import find_agent
 from ..projections.tasks import STATUSES, fold, task_ids, view_of
 from .bus import CommandContext, handles
 from .task_commands import (
@@ -57,7 +77,16 @@ from .task_commands import (
 )
 from .task_handover import hand_over, handover_row
 from .task_leases import claim, recover, release, renew
-from .task_rules import _check_deps, _deps_ready, _emit, _lease_guard, _load, _recipient, _transition, _unchanged
+from .task_rules import (
+    _check_deps,
+    _deps_ready,
+    _emit,
+    _lease_guard,
+    _load,
+    _recipient,
+    _transition,
+    _unchanged,
+)
 
 __all__ = [
     "DEFAULT_CHANNEL",
@@ -87,14 +116,53 @@ __all__ = [
 ]
 
 
+# --- decisions of this module ---------------------------------------------------------
+
+_FIELD_NAMES = {
+    "title": "title", "owner": "owner", "owner_cleared": "owner", "depends_on": "dependencies",
+    "files_hint": "files", "acceptance": "acceptance criteria", "acceptance_cleared": "acceptance criteria",
+    "branch": "branch", "branch_cleared": "branch",
+}
+
+
+def _registered(ctx: CommandContext, ref: str, what: str, flag: str) -> str:
+    """``ref`` as the id of a registered agent: its id (any project), or its name as the agents
+    list shows it (among the agents of the command's project, as messages resolve names);
+    ``AGENT_NOT_FOUND`` when none matches."""
+    found = find_agent(ctx.conn, _agent(ref, f"{what} ({flag})"), now=ctx.now, project_root=ctx.project)
+    if found is None:
+        raise CommandError(
+            "AGENT_NOT_FOUND",
+            f"no agent {ref.strip()!r} is registered, so it cannot be the task's {what}: give an agent's id, or its "
+            "name as the agents list shows it (ctx_agent action=list, or `lean-ctx agent list`)",
+        )
+    return found.agent_id
+
+
+def _claim_required(row: dict[str, Any], why: str) -> CommandError:
+    tid, channel = row["task_id"], row["channel"]
+    return CommandError(
+        "TASK_CLAIM_REQUIRED",
+        f"task {tid!r} is {row['status']}: {why}; claim it (ctx_task action=claim task_id={tid} channel={channel},"
+        f" or `lean-ctx chat task claim {tid} --channel {channel}`)",
+    )
+
+
+def _what(changes: dict[str, Any], to: str | None) -> str:
+    """What an update does, for the lease guard's refusal ("change the title and status of")."""
+    fields = list(dict.fromkeys(_FIELD_NAMES[k] for k in changes)) + (["status"] if to else [])
+    listed = fields[0] if len(fields) == 1 else f"{', '.join(fields[:-1])} and {fields[-1]}"
+    return f"change the {listed} of"
+
+
 # --- handlers ------------------------------------------------------------------------
 
 @handles(CreateTask, emits=("task.created",), result=TaskResult)
 def create(ctx: CommandContext, cmd: CreateTask) -> TaskResult:
     channel = _slug(cmd.channel, "channel name")
     title = _text(cmd.title, "the title", 200)
-    owner = _agent(cmd.owner, "owner") if cmd.owner else None
-    to_agent = _agent(cmd.to_agent, "delegate (--to)") if cmd.to_agent else None
+    owner = _registered(ctx, cmd.owner, "owner", "--owner") if cmd.owner else None
+    to_agent = _registered(ctx, cmd.to_agent, "delegate", "--to") if cmd.to_agent else None
     files = _files(cmd.files_hint)
     acceptance = _text(cmd.acceptance, "the acceptance criteria", 4000, multiline=True) if cmd.acceptance else None
     branch = _text(cmd.branch, "the branch", 200) if cmd.branch else None
@@ -136,10 +204,9 @@ def update(ctx: CommandContext, cmd: UpdateTask) -> TaskResult:
         changes["title"] = title
     if cmd.clear_owner and row["owner"] is not None:
         changes["owner_cleared"] = True
-    elif cmd.owner is not None and (owner := _agent(cmd.owner, "owner")) != row["owner"]:
+    elif cmd.owner is not None and (owner := _registered(ctx, cmd.owner, "owner", "--owner")) != row["owner"]:
         changes["owner"] = owner
     if cmd.depends_on is not None and (deps := _deps(cmd.depends_on)) != row["depends_on"]:
-        _check_deps(ctx, row["channel"], row["task_id"], deps)
         changes["depends_on"] = deps
     if cmd.files_hint is not None and (files := _files(cmd.files_hint)) != row["files_hint"]:
         changes["files_hint"] = files
@@ -156,17 +223,22 @@ def update(ctx: CommandContext, cmd: UpdateTask) -> TaskResult:
     to = cmd.status if cmd.status is not None and cmd.status != row["status"] else None
     if to is not None:
         _transition(row, to)
-    if to is not None or "owner" in changes or "owner_cleared" in changes:
-        leased = _lease_guard(ctx, row, ctx.actor, f"change the {'status' if to else 'owner'} of")
-        if leased and ("owner" in changes or "owner_cleared" in changes) and to in (None, "in_progress"):
-            raise CommandError(
-                "LEASE_CONFLICT",
-                f"task {row['task_id']!r} is leased by {row['owner']}: its owner changes only through "
-                "`release` (then another agent's `claim`) or `recover`",
-            )
-    if to in ("in_progress", "done"):
-        after_deps = {**row, "depends_on": changes.get("depends_on", row["depends_on"])}
-        _deps_ready(ctx, after_deps, to)
+        if to == "in_progress":
+            raise _claim_required(row, "a task starts only by a claim, which gives the claimer its lease")
+    if changes or to is not None:
+        leased = _lease_guard(ctx, row, ctx.actor, _what(changes, to))
+        if ("owner" in changes or "owner_cleared" in changes) and to is None and row["status"] == "in_progress":
+            if leased:
+                raise CommandError(
+                    "LEASE_CONFLICT",
+                    f"task {row['task_id']!r} is leased by {row['owner']}: its owner changes only through "
+                    "`release` (then another agent's `claim`) or `recover`",
+                )
+            raise _claim_required(row, "the owner of a task in progress is the agent that claimed it")
+    if "depends_on" in changes:
+        _check_deps(ctx, row["channel"], row["task_id"], changes["depends_on"])
+    if to == "done":
+        _deps_ready(ctx, {**row, "depends_on": changes.get("depends_on", row["depends_on"])}, to)
     events: list[Event] = []
     if changes:
         events.append(TaskUpdated(channel=row["channel"], task_id=row["task_id"], **changes))

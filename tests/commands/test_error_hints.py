@@ -38,7 +38,7 @@ LEAN_CTX = str(Path(sys.executable).with_name("lean-ctx"))
 FILES = [ROOT / "leanctx" / p for p in (
     "commands/agents.py", "commands/budgets.py", "commands/chat.py", "commands/knowledge.py",
     "commands/locks.py", "commands/sessions.py", "commands/task_handover.py", "commands/task_leases.py",
-    "commands/task_rules.py", "channel_state.py", "handoff_bundle.py")]
+    "commands/task_rules.py", "commands/tasks.py", "channel_state.py", "handoff_bundle.py")]
 # CLI commands that an MCP tool action also does (written out here, independently of the messages)
 TOOL_FOR_CLI = {
     "agent list": "ctx_agent action=list", "agent register": "ctx_agent action=register",
@@ -133,7 +133,10 @@ def test_task_hints(lc: LeanCtx, alice: Caller, bob: Caller, monkeypatch: pytest
     registry.call(lc, alice, "ctx_task", {"action": "create", "title": "parse"})
     msg = refused(lc, alice, "ctx_task", "LEASE_NOT_FOUND", action="renew", task_id="t1")
     names(msg, "ctx_task action=claim task_id=t1", "`lean-ctx chat task claim t1`")
-    registry.call(lc, alice, "ctx_task", {"action": "update", "task_id": "t1", "status": "in_progress"})
+    registry.call(lc, alice, "ctx_task", {"action": "claim", "task_id": "t1"})
+    registry.call(lc, alice, "ctx_task", {"action": "block", "task_id": "t1", "reason": "waits for review"})
+    msg = refused(lc, alice, "ctx_task", "TASK_CLAIM_REQUIRED", action="update", task_id="t1", status="in_progress")
+    names(msg, "ctx_task action=claim task_id=t1 channel=general", "`lean-ctx chat task claim t1 --channel general`")
     msg = refused(lc, alice, "ctx_task", "LEASE_NOT_FOUND", action="release", task_id="t1")
     names(msg, "ctx_task action=claim task_id=t1", "ctx_task action=update task_id=t1 status=open",
           "`lean-ctx chat task update t1 --status open`")

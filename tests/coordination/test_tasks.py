@@ -1,5 +1,7 @@
 """Tasks: the full transition table, dependencies, leases with injected `now`, delegation,
-replay, the real CLI, and a barrier race of real processes."""
+replay, the real CLI, and a barrier race of real processes. The agents a task names (alice,
+bob, carol) are registered: an owner or delegate nobody registered is refused (see
+``test_task_integrity``)."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import pytest
 
 from leanctx import clock
 from leanctx.app import LeanCtx
+from leanctx.commands.agents import RegisterAgent
 from leanctx.commands.bus import Command
 from leanctx.commands.tasks import (
     BlockTask,
@@ -47,9 +50,14 @@ ALLOWED = {
 }
 
 
+AGENTS = ("alice", "bob", "carol")
+
+
 @pytest.fixture()
 def lc(tmp_path: Path) -> Iterator[LeanCtx]:
     with LeanCtx(tmp_path / "e.db") as app:
+        for agent in AGENTS:
+            app.bus.dispatch(RegisterAgent(agent_type="cli", agent_id=agent, project_root=str(tmp_path)), actor=agent)
         yield app
 
 
@@ -89,7 +97,7 @@ def refused(lc: LeanCtx, cmd: Command, code: str, actor: str | None = "alice", n
 def put_in(lc: LeanCtx, task_id: str, state: str, **create: Any) -> None:
     ok(lc, CreateTask(task_id=task_id, title=f"task {task_id}", **create))
     if state in ("in_progress", "done"):
-        ok(lc, UpdateTask(task_id=task_id, status="in_progress"))
+        ok(lc, ClaimTask(task_id=task_id))  # only a claim starts a task
     if state == "done":
         ok(lc, UpdateTask(task_id=task_id, status="done"))
     if state in ("blocked", "cancelled"):
@@ -110,6 +118,9 @@ def test_transition_table(lc: LeanCtx, frm: str, to: str) -> None:
         res = ok(lc, UpdateTask(task_id="x", status=to))
         assert res.unchanged and res.events == [] and res.task.status == frm
         assert version(lc, "x") == v0 and lc.store.head().position == head + 1  # no task event
+    elif (frm, to) in ALLOWED and to == "in_progress":  # the claim does it (test_verbs_follow_the_transition_table)
+        err = refused(lc, UpdateTask(task_id="x", status=to), "TASK_CLAIM_REQUIRED")
+        assert "ctx_task action=claim task_id=x" in err.message
     elif (frm, to) in ALLOWED:
         res = ok(lc, UpdateTask(task_id="x", status=to, reason="r" if to == "blocked" else None))
         assert res.task.status == to and not res.unchanged and res.events == ["task.status_changed"]
@@ -137,7 +148,10 @@ def test_verbs_follow_the_transition_table(lc: LeanCtx, verb: str, frm: str) -> 
     if frm == to and verb != "claim":
         res = ok(lc, make())
         assert res.unchanged and version(lc, "x") == v0
-    elif (frm, to) in ALLOWED or (verb == "claim" and frm == "in_progress"):
+    elif verb == "claim" and frm == "in_progress":  # put_in claimed it: the holder claiming again renews
+        res = ok(lc, make())
+        assert res.task.status == to and version(lc, "x") == v0 + 1 and res.events == ["task.renewed"]
+    elif (frm, to) in ALLOWED:
         res = ok(lc, make())
         assert res.task.status == to and version(lc, "x") == v0 + 1
         assert res.events == [{"claim": "task.claimed", "done": "task.completed", "block": "task.blocked"}[verb]]
@@ -210,7 +224,6 @@ def test_dependencies_gate_start_and_finish(lc: LeanCtx) -> None:
     assert view(lc, "b").waiting_on == ["a"]
     err = refused(lc, ClaimTask(task_id="b"), "TASK_DEPENDENCY_NOT_READY")
     assert "a (open)" in err.message
-    refused(lc, UpdateTask(task_id="b", status="in_progress"), "TASK_DEPENDENCY_NOT_READY")
     ok(lc, UpdateTask(task_id="b", status="blocked", reason="waits for a"))  # blocking needs no readiness
     # a task already running can gain a dependency, but then cannot finish before it
     ok(lc, CreateTask(task_id="c", title="C"))
@@ -278,8 +291,8 @@ def test_lease_conflict_and_owner_mismatch(lc: LeanCtx) -> None:
                 BlockTask(task_id="a", reason="mine now"), UpdateTask(task_id="a", status="open"),
                 UpdateTask(task_id="a", status="cancelled"), UpdateTask(task_id="a", owner="bob")):
         refused(lc, cmd, "LEASE_OWNER_MISMATCH", actor="bob", now=T0 + 50)
-    # other fields stay editable by anyone; the holder cannot hand its lease over by update
-    assert ok(lc, UpdateTask(task_id="a", title="A, renamed"), actor="bob", now=T0 + 50).task.owner == "alice"
+    # no other field either (test_task_integrity); the holder cannot hand its lease over by update
+    refused(lc, UpdateTask(task_id="a", title="A, renamed"), "LEASE_OWNER_MISMATCH", actor="bob", now=T0 + 50)
     refused(lc, UpdateTask(task_id="a", owner="bob"), "LEASE_CONFLICT", now=T0 + 50)
     # the holder renews from now; re-claiming is a renewal too
     res = ok(lc, RenewTask(task_id="a", lease_seconds=100), now=T0 + 50)
@@ -343,8 +356,7 @@ def test_missing_leases(lc: LeanCtx) -> None:
     refused(lc, RenewTask(task_id="a"), "LEASE_NOT_FOUND")
     refused(lc, ReleaseTask(task_id="a"), "LEASE_NOT_FOUND")
     refused(lc, RecoverTask(task_id="a", reason="why not"), "LEASE_NOT_FOUND")
-    ok(lc, UpdateTask(task_id="a", status="in_progress"))  # started without a lease
-    refused(lc, RenewTask(task_id="a"), "LEASE_NOT_FOUND")
+    refused(lc, UpdateTask(task_id="a", status="in_progress"), "TASK_CLAIM_REQUIRED")  # never without a lease
     refused(lc, ClaimTask(task_id="a"), "TASK_INVALID_ARGUMENT", actor=None)
     assert ok(lc, ClaimTask(task_id="a"), actor="bob").task.lease_state == "active"
     assert ok(lc, CompleteTask(task_id="a"), actor="bob").task.lease_state == "none"
@@ -428,7 +440,7 @@ def test_replay_reproduces_the_tasks(lc: LeanCtx) -> None:
     ok(lc, RecoverTask(task_id="a", reason="stale"), actor="carol", now=T0 + 60)
     ok(lc, CompleteTask(task_id="a"), actor="carol", now=T0 + 61)
     ok(lc, UpdateTask(task_id="b", clear_branch=True, title="B2", status="blocked", reason="later"), now=T0 + 62)
-    ok(lc, UpdateTask(task_id="b", status="in_progress"), now=T0 + 63)
+    refused(lc, UpdateTask(task_id="b", status="in_progress"), "TASK_CLAIM_REQUIRED", now=T0 + 63)
     refused(lc, RenewTask(task_id="b"), "LEASE_NOT_FOUND", actor="bob", now=T0 + 64)  # refusals are logged too
     before = lc.projections.digest("tasks")
     report = replay(lc, verify=True)
@@ -453,6 +465,7 @@ def _cli(db: Path, *args: str, agent: str = "alice", check: bool = True) -> subp
 
 def test_cli_end_to_end(tmp_path: Path) -> None:
     db = tmp_path / "cli.db"
+    _cli(db, "agent", "register", "--type", "cli", "--id", "bob", agent="bob")  # a delegate is a registered agent
     t = ["chat", "task"]
     a = json.loads(_cli(db, *t, "create", "--title", "Write parser", "--id", "parse", "--files", "a.py,b.py",
                         "--json").stdout)

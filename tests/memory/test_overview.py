@@ -108,8 +108,9 @@ def test_cli_overview(tmp_path: Path, project: Path) -> None:
         import time
 
         now = time.time()
-        do(app, RegisterAgent(agent_type="claude", role="dev", project_root=str(project), agent_id="bob"), "bob",
-           project, now=now)
+        for agent in ("bob", "ana"):  # a task is delegated to a registered agent
+            do(app, RegisterAgent(agent_type="claude", role="dev", project_root=str(project), agent_id=agent), agent,
+               project, now=now)
         do(app, CreateTask(title="review the parser", to_agent="ana"), "bob", project, now=now)
         do(app, WriteDiary(category="discovery", text="the parser chokes on BOM"), "bob", project, now=now)
     env = {k: v for k, v in os.environ.items() if not k.startswith("LEAN_CTX_")}

@@ -60,23 +60,28 @@ def _result(lc: Any, caller: Caller, command: Any) -> dict[str, Any]:
 
 @tool("ctx_task", category="session", args=TaskArgs, description="""
 Tasks with leases, shared by agents. action: create(title, to?, depends_on?, files?, acceptance?) |
-list(status?, mine?) | show | update(title?, owner?, status?, reason?) | claim(lease_seconds?) | renew | done |
-block(reason) | release | recover(reason, owner?). Actions on one task need task_id; channel defaults to
-general.""")
+list(status?, mine?, owner?) | show | update(title?, owner?, status?, reason?) | claim(lease_seconds?) | renew |
+done | block(reason) | release | recover(reason, owner?). Actions on one task need task_id; channel defaults to
+general. to/owner: an agent's id or name (ctx_agent action=list). Only claim starts a task (status in_progress).""")
 def ctx_task(lc: Any, caller: Caller, a: TaskArgs) -> dict[str, Any]:
     from ...commands import tasks as tc
 
     channel = a.channel or DEFAULT_CHANNEL
     lease = a.lease_seconds if a.lease_seconds is not None else tc.DEFAULT_LEASE_SECONDS
     if a.action == "list":
+        from ...projections.agents import find_agent
         from ...projections.tasks import STATUSES, list_tasks
 
         statuses = [s.strip() for s in (a.status or "").split(",") if s.strip()] or None
         bad = [s for s in statuses or [] if s not in STATUSES]
         if bad:
             raise InvalidInput("TASK_INVALID_ARGUMENT", f"unknown status {', '.join(bad)}: use {', '.join(STATUSES)}")
+        owner = a.owner.strip() if a.owner else None
+        if owner:  # a name resolves to its id as for create/update; an unregistered owner is kept (CLI identities)
+            agent = find_agent(lc.projections.reader("agents"), owner, now=clock.now(), project_root=caller.project)
+            owner = agent.agent_id if agent is not None else owner
         rows = list_tasks(lc.projections.reader("tasks"), now=clock.now(), channel=channel, status=statuses,
-                          owner=a.owner, assigned_to=caller.agent_id if a.mine else None)
+                          owner=owner, assigned_to=caller.agent_id if a.mine else None)
         return {"text": "\n".join(_line(t) for t in rows) or f"no tasks in {channel}", "tasks": rows}
     if a.action == "show":
         from ...projections.tasks import get_task
@@ -95,6 +100,9 @@ def ctx_task(lc: Any, caller: Caller, a: TaskArgs) -> dict[str, Any]:
         cmd: Any = tc.CreateTask(title=a.title, task_id=a.task_id, channel=channel, owner=a.owner, to_agent=a.to,
                                  depends_on=a.depends_on or [], files_hint=a.files or [], acceptance=a.acceptance)
     elif a.action == "update":
+        if a.to is not None:
+            raise InvalidInput("INVALID_ARGUMENT", "ctx_task update cannot change the delegate: `to` is fixed when "
+                               "the task is created; give the task to an agent with owner=... instead")
         cmd = tc.UpdateTask(task_id=_id(a), channel=channel, title=a.title, owner=a.owner, depends_on=a.depends_on,
                             files_hint=a.files, acceptance=a.acceptance, status=a.status, reason=a.reason)
     elif a.action == "claim":

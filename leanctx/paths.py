@@ -89,21 +89,23 @@ def check_text(raw: object, *, invalid_code: str = INVALID) -> str:
     if not isinstance(raw, str):
         raise PathRefused(invalid_code, f"a path must be text, not {type(raw).__name__}", reason="invalid",
                           path=str(raw))
+    # what else to do with a name no path may hold: a lock can name the file's directory instead
+    instead = " or lock its directory instead" if "LOCK" in invalid_code else ""
     if raw == "" or raw.strip() == "":
-        raise PathRefused(invalid_code, "the path is empty; pass a file or directory relative to the workspace "
+        raise PathRefused(invalid_code, "the path is empty; pass a path relative to the workspace "
                           "(e.g. src/app.py)", reason="invalid", path=raw)
     try:
         raw.encode("utf-8")
     except UnicodeEncodeError:
-        raise PathRefused(invalid_code, f"path {_show(raw)} is not valid UTF-8; rename the file or lock its "
-                          "directory instead", reason="invalid", path=raw) from None
+        raise PathRefused(invalid_code, f"path {_show(raw)} is not valid UTF-8; rename the file{instead}",
+                          reason="invalid", path=raw) from None
     for ch in raw:
         o = ord(ch)
         if o < 0x20 or 0x7F <= o <= 0x9F or ch in _BIDI:
             raise PathRefused(
                 invalid_code,
                 f"path {_show(raw)} contains the control character U+{o:04X}; paths cannot contain control or "
-                "bidirectional-override characters (rename the file, or lock its directory)",
+                f"bidirectional-override characters (rename the file{instead})",
                 reason="invalid", path=raw,
             )
     if "\\" in raw:
@@ -111,7 +113,8 @@ def check_text(raw: object, *, invalid_code: str = INVALID) -> str:
                           reason="invalid", path=raw)
     text = unicodedata.normalize("NFC", raw)
     if len(text.encode("utf-8")) > MAX_PATH_BYTES:
-        raise PathRefused(invalid_code, f"the path is longer than {MAX_PATH_BYTES} bytes; lock a directory instead",
+        raise PathRefused(invalid_code, f"the path is longer than {MAX_PATH_BYTES} bytes; use a shorter path"
+                          + (", or lock a directory instead" if instead else ""),
                           reason="invalid", path=raw)
     return text
 

@@ -261,3 +261,15 @@ def test_ancestors_and_join() -> None:
     assert ancestors("a") == []
     assert join("/ws", "src/a.py") == "/ws/src/a.py"
     assert join("/", "x") == "/x"
+
+
+@pytest.mark.parametrize("raw", ["a" * 5000, "a\x07b", "bad\udcffname"])
+def test_only_locks_are_told_to_lock_a_directory(raw: str, tmp_path: Path) -> None:
+    """A read, edit or tree refusal gives advice its caller can follow; only a lock can name a
+    directory instead of the file."""
+    with pytest.raises(PathRefused) as e:
+        normalize(raw, tmp_path, invalid_code="READ_PATH_INVALID")
+    assert "lock" not in e.value.message
+    with pytest.raises(PathRefused) as e:
+        normalize(raw, tmp_path, invalid_code="PATH_LOCK_INVALID_PATH")
+    assert "lock" in e.value.message

@@ -44,7 +44,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +54,7 @@ from ..ops.files import MAX_FILE_BYTES, FileEntry, decode, glob_match, is_binary
 from .code_chunks import chunk_text, match_expression, split_terms
 from .views import RACY_NS, source_digest
 
+PROGRESS_EVERY = 50  # files between two progress(done, total) calls of refresh
 BATCH_FILES = 200
 BATCH_BYTES = 8_000_000
 BM25_WEIGHTS = (2.0, 1.0, 1.0)  # path, body, terms
@@ -178,8 +179,11 @@ class CodeIndex:
         return str(row[0])
 
     # --- refresh ------------------------------------------------------------------------------
-    def refresh(self, project: str, root: str, files: Sequence[FileEntry]) -> IndexStats:
-        """Bring the index of ``project`` (files under ``root``) in line with ``files``."""
+    def refresh(self, project: str, root: str, files: Sequence[FileEntry],
+                progress: Callable[[int, int], None] | None = None) -> IndexStats:
+        """Bring the index of ``project`` (files under ``root``) in line with ``files``;
+        ``progress(done, total)`` is called as files are checked (every ``PROGRESS_EVERY``, and
+        at the end), for a progress bar on a first index of a large project."""
         self.ensure()
         stats = IndexStats(files=len(files))
         conn = self.store.read_connection()
@@ -193,7 +197,9 @@ class CodeIndex:
         pending: list[_Pending] = []
         touched: list[tuple[FileEntry, int]] = []
         size = 0
-        for f in files:
+        for k, f in enumerate(files):
+            if progress is not None and k % PROGRESS_EVERY == 0:
+                progress(k, len(files))
             row = known.get(f.path)
             if row is not None and row[0] == f.mtime_ns and row[1] == f.size and (
                     row[3] == "large" or row[4] - f.mtime_ns > RACY_NS):
@@ -216,6 +222,8 @@ class CodeIndex:
                 pending, touched, size = [], [], 0
         if pending or touched or removed:
             self._write(project, pending, touched, removed, stats)
+        if progress is not None:
+            progress(len(files), len(files))
         return stats
 
     def _read(self, root: str, f: FileEntry, row: tuple[int, int, str, str, int] | None) -> _Pending | int | None:

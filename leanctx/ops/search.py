@@ -60,7 +60,7 @@ from __future__ import annotations
 import bisect
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..context.secrets import is_secret_path
@@ -186,8 +186,10 @@ def regex_scan(root: str, files: Sequence[FileEntry], pattern: Any, texts: _Text
 def search(lc: Any, root: str | os.PathLike[str], query: str, *, method: str = "auto", limit: int = DEFAULT_LIMIT,
            glob: str | None = None, actor: str | None = None, session_id: str | None = None,
            embedder: Any = None, now: float | None = None, record: bool = True,
-           encoding: str = "o200k_base", regex_budget: float = REGEX_BUDGET) -> SearchAnswer:
-    """Search the project at ``root`` and record the search in ``lc``'s log (see the module doc)."""
+           encoding: str = "o200k_base", regex_budget: float = REGEX_BUDGET,
+           progress: Callable[[int, int], None] | None = None) -> SearchAnswer:
+    """Search the project at ``root`` and record the search in ``lc``'s log (see the module doc);
+    ``progress(done, total)`` follows the code index's refresh (a first index can take a while)."""
     from ..cache.code_index import CodeIndex
     from ..cache.vectors import (
         OFF,
@@ -227,7 +229,7 @@ def search(lc: Any, root: str | os.PathLike[str], query: str, *, method: str = "
     stats = None
     if use_bm25 or use_sem:
         index = CodeIndex(lc.store)
-        stats = index.refresh(project, project, files)
+        stats = index.refresh(project, project, files, progress=progress)
 
     regex_hits: list[tuple[str, int]] = []
     partial = False

@@ -205,3 +205,22 @@ def test_rows_built_by_another_engine_are_dropped_and_rebuilt(lc: LeanCtx, tmp_p
     hits, _ = again.query(str(root), "alpha")
     assert [h.path for h in hits] == ["a.py"]
     assert CodeIndex(lc.store).identity() == again.identity()  # same engine: kept
+
+
+def test_refresh_reports_progress_through_the_files(lc: LeanCtx, tmp_path: Path) -> None:
+    """A first index of a large project takes a while: refresh reports (done, total) as it goes,
+    ending at (total, total); ``search`` passes the callback through (the CLI draws a bar)."""
+    from leanctx.ops.search import search
+
+    root = tmp_path / "p"
+    for k in range(130):
+        write(root, f"m{k}.py", f"def f{k}():\n    return {k}\n")
+    age(root)
+    seen: list[tuple[int, int]] = []
+    CodeIndex(lc.store).refresh(str(root), str(root), list_files(root, use_git=False).files,
+                                progress=lambda d, t: seen.append((d, t)))
+    assert seen[0] == (0, 130) and seen[-1] == (130, 130)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen) and len(seen) >= 3
+    calls: list[tuple[int, int]] = []
+    search(lc, root, "f7", method="bm25", progress=lambda d, t: calls.append((d, t)))
+    assert calls[-1] == (130, 130)

@@ -20,7 +20,7 @@ from ...ops.tree import DEFAULT_DEPTH as TREE_DEFAULT_DEPTH
 from ...ops.tree import DEFAULT_MAX_ENTRIES as TREE_DEFAULT_MAX_ENTRIES
 from .app import State, state
 from .common import JSON
-from .render import emit_json
+from .render import emit_json, progress_bar
 
 _SESSION_HELP = "Conversation id (default: $LEAN_CTX_SESSION_ID; none: this process is a conversation of its own)."
 
@@ -64,8 +64,9 @@ def search_cmd(
     if len(chosen) > 1:
         raise InvalidInput("SEARCH_METHOD_CONFLICT", "pick one of --regex, --bm25, --semantic (or none: fused)")
     lc = st.open()
-    ans = search(lc, st.project_root(), query, method=chosen[0] if chosen else "auto", limit=limit, glob=path,
-                 actor=agent_identity(), session_id=_session(session), encoding=encoding_of())
+    with progress_bar("indexing", st.progress and not st.want_json(json_) and sys.stderr.isatty()) as progress:
+        ans = search(lc, st.project_root(), query, method=chosen[0] if chosen else "auto", limit=limit, glob=path,
+                     actor=agent_identity(), session_id=_session(session), encoding=encoding_of(), progress=progress)
     if st.want_json(json_):
         emit_json(ans)
         return

@@ -9,7 +9,17 @@ The wire and file form is exactly ``keys.canonical(envelope) + b"\\n"`` (the tra
 optional on the wire); any other bytes are refused, so no single byte can change unnoticed.
 The MAC proves the envelope came from a holder of the secret; a handoff payload is verified
 again on its own (Ed25519 signature, trust store) when it is imported.
-Codes: ``ENVELOPE_INVALID``, ``ENVELOPE_BAD_MAC``, ``ENVELOPE_NO_SECRET``.
+
+``created_at`` is an ISO 8601 time with a UTC offset (``clock.iso`` writes one; any other is
+``ENVELOPE_INVALID``). A receiver that passes ``now`` (``POST /v1/a2a/handoff`` does, at the
+server's clock) also refuses an envelope sealed more than ``MAX_AGE_S`` (24 h) before ``now``
+(``ENVELOPE_EXPIRED``) or more than ``MAX_SKEW_S`` (5 min) after it (``ENVELOPE_NOT_YET_VALID``).
+24 h leaves room for an envelope sealed to a file and carried over (``pack seal``, then sent or
+received later) and for a queue that delivers late; 5 min is the clock skew tolerated between
+two hosts. The window bounds how long captured bytes stay usable; a replay inside it is stopped
+by the import itself (``handoff.import`` applies a bundle once per receiver).
+Codes: ``ENVELOPE_INVALID``, ``ENVELOPE_BAD_MAC``, ``ENVELOPE_NO_SECRET``, ``ENVELOPE_EXPIRED``,
+``ENVELOPE_NOT_YET_VALID``.
 """
 
 from __future__ import annotations
@@ -17,12 +27,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from . import keys
+from . import clock, keys
 from .errors import CommandError, InvalidInput
 
 VERSION = 1
@@ -30,6 +41,10 @@ KINDS = ("handoff", "context")
 ENVELOPE_INVALID = "ENVELOPE_INVALID"
 ENVELOPE_BAD_MAC = "ENVELOPE_BAD_MAC"
 ENVELOPE_NO_SECRET = "ENVELOPE_NO_SECRET"
+ENVELOPE_EXPIRED = "ENVELOPE_EXPIRED"
+ENVELOPE_NOT_YET_VALID = "ENVELOPE_NOT_YET_VALID"
+MAX_AGE_S = 24 * 3600.0  # an envelope sealed longer ago than this is refused (when the receiver passes now)
+MAX_SKEW_S = 300.0  # how far ahead of the receiver's clock a sender's may be
 SECRET_ENV = "LEAN_CTX_A2A_SECRET"
 SECRET_FILE = "a2a-secret"
 MAX_BYTES = 16 * 1024 * 1024
@@ -64,8 +79,36 @@ def seal(payload: Any, *, sender: str, created_at: str, payload_kind: str, secre
     return keys.canonical({**rest, "mac": mac_of(secret, rest)}) + b"\n"
 
 
-def open_envelope(raw: bytes | str, secret: str | bytes) -> TransportEnvelopeV1:
-    """Check the bytes are canonical and the MAC is right; the envelope, or a refusal."""
+def created_epoch(created_at: str) -> float:
+    """An envelope's ``created_at`` as epoch seconds (ISO 8601 with a UTC offset, e.g.
+    ``2026-12-01T07:41:00.000000Z``); ``ENVELOPE_INVALID`` otherwise."""
+    try:
+        t = datetime.fromisoformat(created_at) if len(created_at) <= 64 else None
+    except ValueError:
+        t = None
+    if t is None or t.tzinfo is None:
+        raise InvalidInput(ENVELOPE_INVALID, f"the envelope's created_at {created_at[:64]!r} is not an ISO 8601 time "
+                           "with a UTC offset (e.g. 2026-12-01T07:41:00.000000Z); seal it again (`lean-ctx pack "
+                           "seal` or `pack send` write one)")
+    return t.timestamp()
+
+
+def check_window(created_at: str, now: float, *, max_age: float = MAX_AGE_S, skew: float = MAX_SKEW_S) -> None:
+    """Refuse an envelope sealed more than ``max_age`` before ``now`` or ``skew`` after it."""
+    t = created_epoch(created_at)
+    if t < now - max_age:
+        raise CommandError(ENVELOPE_EXPIRED, f"the envelope's created_at ({created_at}) is more than "
+                           f"{max_age / 3600:g} h before this receiver's clock ({clock.iso(now)}): it is too old to "
+                           "be applied (a replay, or a long-delayed delivery); seal and send it again")
+    if t > now + skew:
+        raise CommandError(ENVELOPE_NOT_YET_VALID, f"the envelope's created_at ({created_at}) is more than "
+                           f"{skew:g} s after this receiver's clock ({clock.iso(now)}): check the sender's clock, "
+                           "then seal and send it again")
+
+
+def open_envelope(raw: bytes | str, secret: str | bytes, *, now: float | None = None) -> TransportEnvelopeV1:
+    """Check the bytes are canonical, the MAC is right and ``created_at`` is a time (inside the
+    window around ``now`` when given); the envelope, or a refusal."""
     key = _key(secret)
     data = raw.encode() if isinstance(raw, str) else bytes(raw)
     if len(data) > MAX_BYTES:
@@ -90,6 +133,10 @@ def open_envelope(raw: bytes | str, secret: str | bytes) -> TransportEnvelopeV1:
         raise InvalidInput(ENVELOPE_INVALID, f"not a transport envelope: {exc}") from None
     if env.version != VERSION or env.payload_kind not in KINDS:
         raise InvalidInput(ENVELOPE_INVALID, f"unsupported envelope (version {env.version}, kind {env.payload_kind!r})")
+    if now is None:
+        created_epoch(env.created_at)
+    else:
+        check_window(env.created_at, now)
     return env
 
 

@@ -9,6 +9,15 @@ observation appends nothing. A timed-out agent's heartbeat is refused with ``AGE
 registers again with the same id (``--id`` / ``$LEAN_CTX_AGENT_ID``) to rejoin. A stale
 agent whose timeout nobody has recorded yet may still heartbeat: the first writer wins.
 
+Identity: wherever an agent is looked up (``find_agent``) an id wins over a name, so a new
+explicit id may not be another agent's name — in any project and whatever its status, since a
+name is never given twice and its holder may rejoin — (``AGENT_ID_TAKEN``, reason ``name``), and
+an auto-name skips the ids of other agents. (An id that already collides in an older log still
+rejoins.) ``new_only`` (``POST /v1/agents/register`` without the id's token) also refuses an id the
+log knows, registered or the actor of an event (reason ``known``; HTTP answers ``403
+AUTH_AGENT_ID_TAKEN``). Both are decided in the write transaction before anything is emitted, so a
+refused registration appends only the bus's ``tool.called`` record of the refusal.
+
 Claims: leaving gives up the agent's scent claims by events. ``deregister`` and every recorded
 timeout append a ``scent.released`` (reason ``agent_deregistered`` / ``heartbeat_timeout``) for
 each claim the agent holds, in whatever project it made them
@@ -45,12 +54,13 @@ from __future__ import annotations
 
 import re
 import secrets
+from typing import Any
 
 import msgspec
 
 from .. import keys
 from ..errors import CommandError, InvalidInput, LeanCtxError
-from ..events import NO_STREAM
+from ..events import NO_STREAM, TopicFilter
 from ..events.kinds.agent import (
     AgentDeregistered,
     AgentHeartbeat,
@@ -64,6 +74,7 @@ from ..projections.agents import (
     count_names,
     find_agent,
     name_taken,
+    named,
     unrecorded_stale,
 )
 from .bus import Command, CommandContext, handles
@@ -75,6 +86,7 @@ _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 TIMEOUT_REASON = "heartbeat_timeout"
 DEREGISTERED_REASON = "agent_deregistered"  # the reason on the scent.released of a deregistered agent's claims
 AGENT_KEY_MISMATCH = "AGENT_KEY_MISMATCH"
+AGENT_ID_TAKEN = "AGENT_ID_TAKEN"
 
 
 def _check(value: str, what: str, code: str) -> str:
@@ -118,6 +130,12 @@ class RegisterAgent(Command, frozen=True):
     pid: int | None = None
     host: str | None = None
     session_id: str | None = None
+    # the caller claims ``agent_id`` as a new identity (HTTP without that id's token): an id this
+    # log already knows is refused (AGENT_ID_TAKEN, reason "known") instead of rejoined
+    new_only: bool = False
+    # new_only: the caller already looked for agent_id as an actor in the log up to this position
+    # (``acted_since``, outside the write lock); only the events after it are read here
+    actors_checked_to: int = 0
 
 
 class Heartbeat(Command, frozen=True):
@@ -168,11 +186,37 @@ def record_timeouts(ctx: CommandContext, project_root: str | None, *, exclude: s
     return out
 
 
-def _new_name(ctx: CommandContext, project_root: str, agent_type: str, role: str) -> str:
+def _new_name(ctx: CommandContext, project_root: str, agent_type: str, role: str, agent_id: str) -> str:
     n = count_names(ctx.conn, project_root, agent_type, role) + 1
-    while name_taken(ctx.conn, project_root, f"{agent_type}-{role}-{n}"):  # after rejoins under another role
+    # skip names taken after rejoins under another role, and the ids of other agents
+    while name_taken(ctx.conn, project_root, f"{agent_type}-{role}-{n}", agent_id=agent_id):
         n += 1
     return f"{agent_type}-{role}-{n}"
+
+
+def acted_since(store: Any, agent_id: str, position: int = 0) -> bool:
+    """Whether ``agent_id`` is the actor of an event after ``position`` (the whole log by default;
+    the log has no index on actors, so this reads every event after ``position``)."""
+    if position <= 0:
+        return bool(store.read_last(1, TopicFilter(actor=agent_id)))
+    return bool(store.read_all(position, TopicFilter(actor=agent_id), limit=1))
+
+
+def _check_new_id(ctx: CommandContext, agent_id: str, *, registered: bool, new_only: bool,
+                  checked_to: int = 0) -> None:
+    """Refuse a new explicit id (``AGENT_ID_TAKEN``) that the log already knows when the caller
+    asked for a new one (``new_only``: reason ``known``), or that is another agent's name
+    (reason ``name``). Decided in the write transaction, before anything is emitted."""
+    if new_only and (registered or acted_since(ctx.projections.store, agent_id, checked_to)):
+        raise CommandError(AGENT_ID_TAKEN, f"agent id {agent_id!r} is already known to this log (registered, or "
+                           "the actor of its events): rejoin as it with its own credentials, or register without "
+                           "an id to get a new one", agent_id=agent_id, reason="known")
+    other = named(ctx.conn, agent_id, now=ctx.now, exclude=agent_id)
+    if other is not None:
+        raise CommandError(AGENT_ID_TAKEN, f"agent id {agent_id!r} is the name of agent {other.agent_id} "
+                           f"({other.agent_type}/{other.role} in {other.project_root}), and what is addressed to "
+                           "that name would reach this id instead: register with another id, or without one to "
+                           "get a new one", agent_id=agent_id, reason="name", holder=other.agent_id)
 
 
 @handles(RegisterAgent, emits=("agent.registered", "agent.left", "scent.released"), result=AgentRegistration)
@@ -190,8 +234,12 @@ def register(ctx: CommandContext, cmd: RegisterAgent) -> AgentRegistration:
             )
         agent_id = cmd.agent_id
         existing = find_agent(ctx.conn, agent_id, now=ctx.now)
-        if existing is not None and existing.agent_id == agent_id:
-            rejoined = True
+        registered = existing is not None and existing.agent_id == agent_id
+        if registered and not cmd.new_only:
+            rejoined = True  # (an id that collides with a name in an older log still rejoins)
+        else:
+            _check_new_id(ctx, agent_id, registered=registered, new_only=cmd.new_only,
+                          checked_to=cmd.actors_checked_to)
     else:
         agent_id = secrets.token_hex(4)
         while find_agent(ctx.conn, agent_id, now=ctx.now) is not None:  # pragma: no cover - 2^-32
@@ -203,7 +251,7 @@ def register(ctx: CommandContext, cmd: RegisterAgent) -> AgentRegistration:
     ):
         name = existing.name
     else:
-        name = _new_name(ctx, project_root, agent_type, role)
+        name = _new_name(ctx, project_root, agent_type, role, agent_id)
     key, created, warning = agent_key(agent_id)
     bound = recorded_key(ctx, agent_id) if rejoined else None
     if key is not None and bound is not None and key.public_key != bound:

@@ -33,6 +33,17 @@ as asked:
   reported with the reason and its code. Without ``apply_workflow`` every task is only
   reported, with what an import with it would do.
 
+Replays: a bundle is applied once per receiver. When this receiver (the actor) already imported
+the same bundle (``handoff.imported`` of its id and digest), what those imports applied is not
+applied again (``already_applied``, ``already_imported_at``: the first such import): what is
+asked and was not applied yet still is; when nothing is left, the import is only recorded
+(``handoff.imported`` applying nothing, so the log still shows every import and how the bundle
+came). So a retried ``pack send --apply`` (the same envelope twice) cannot reset the session and
+knowledge the receiver changed since. ``reapply`` applies again on purpose: a replay cannot be
+told apart from a deliberate re-send of the same bytes, so the safe answer is the default and
+overwriting later work takes an explicit flag. The decision reads the log's own
+``handoff:<id>`` stream under the write lock, so concurrent retries apply once.
+
 ``via`` says how the bundle came and is recorded on ``handoff.imported``: ``file`` (a bundle file
 the caller read), ``inline`` (the bundle text itself, e.g. ``ctx_handoff import bundle=``; the
 default, since the command is given text), ``stdin`` (``lean-ctx handoff import -``) or
@@ -160,6 +171,7 @@ class ImportHandoff(Command, frozen=True):
     via: str = "inline"  # one of VIAS: file | inline | stdin | envelope
     conflict_window_s: float = DEFAULT_WINDOW_S
     lease_seconds: float | None = None  # apply_workflow: the importer's lease (None: the task family's default)
+    reapply: bool = False  # apply again what an earlier import of this bundle by the caller applied
 
 
 class TaskReport(msgspec.Struct, frozen=True):
@@ -200,6 +212,25 @@ class HandoffImportResult(msgspec.Struct, frozen=True):
     trusted_by: int | None = None  # seq of the log's handoff.created that vouched (None: the trust store did)
     trust_note: str | None = None  # e.g. "sender deregistered; trusted by the log's handoff.created at seq N"
     via: str = "inline"  # how the bundle came (VIAS)
+    already_imported_at: str | None = None  # the caller's first import of this bundle (None: this is the first)
+    already_applied: list[str] = []  # what the caller's earlier imports of this bundle applied
+
+
+PARTS = ("session", "knowledge", "workflow")
+
+
+def _earlier(ctx: CommandContext, handoff_id: str, receiver: str, digest: str) -> tuple[str | None, list[str]]:
+    """The first time ``receiver`` imported this bundle (None: never) and what its imports applied."""
+    first: str | None = None
+    done: set[str] = set()
+    for e in ctx.projections.store.read_stream(stream_of(handoff_id)):
+        if e.kind != "handoff.imported":
+            continue
+        d = e.data()
+        if d.receiver == receiver and d.digest == digest:  # type: ignore[attr-defined]
+            first = first or e.ts
+            done.update(d.applied)  # type: ignore[attr-defined]
+    return first, [p for p in PARTS if p in done]
 
 
 @handles(ImportHandoff, emits=("handoff.imported", "session.reset", "session.task_set", "session.noted",
@@ -213,8 +244,11 @@ def import_(ctx: CommandContext, cmd: ImportHandoff) -> HandoffImportResult:
     v = trust.verified
     b = v.body
     sid = session_of(me, ctx.session_id)
+    first, done = _earlier(ctx, b.handoff_id, me, v.digest)
+    asked = [p for p, on in zip(PARTS, (cmd.apply_session, cmd.apply_knowledge, cmd.apply_workflow)) if on]
+    todo = [p for p in asked if cmd.reapply or p not in done]
     applied: list[str] = []
-    if cmd.apply_session:
+    if "session" in todo:
         stream = session_stream(sid)
         ctx.emit(stream, SessionReset(session_id=sid, agent_id=me))
         if b.session.task:
@@ -225,7 +259,7 @@ def import_(ctx: CommandContext, cmd: ImportHandoff) -> HandoffImportResult:
         applied.append("session")
     imported: list[str] = []
     skipped: list[str] = []
-    if cmd.apply_knowledge:
+    if "knowledge" in todo:
         seen: dict[str, tuple[object, ...]] = {}
         for e in b.knowledge:
             row = (e.key, e.category, e.value, e.confidence, e.source)
@@ -243,27 +277,27 @@ def import_(ctx: CommandContext, cmd: ImportHandoff) -> HandoffImportResult:
                 conflict_window_s=float(cmd.conflict_window_s)))
             imported.append(e.key)
         applied.append("knowledge")
-    reports = _workflow(ctx, cmd, v, me)
-    if cmd.apply_workflow:
+    reports = _workflow(ctx, cmd, v, me, "workflow" in todo)
+    if "workflow" in todo:
         applied.append("workflow")
     ctx.emit(stream_of(b.handoff_id), HandoffImported(
         handoff_id=b.handoff_id, sender=b.sender.agent_id, receiver=me, session_id=sid, key_id=v.signer.key_id,
         fingerprint=v.signer.fingerprint, digest=v.digest, applied=tuple(applied), knowledge_imported=len(imported),
-        tasks=tuple(f"{t.channel}/{t.task_id}" for t in b.workflow) if cmd.apply_workflow else (), via=cmd.via,
+        tasks=tuple(f"{t.channel}/{t.task_id}" for t in b.workflow) if "workflow" in applied else (), via=cmd.via,
         handed_over=tuple(f"{t.channel}/{t.task_id}" for t in reports if t.outcome == "handed_over")))
     return HandoffImportResult(
         b.handoff_id, b.sender.agent_id, v.signer.key_id, v.signer.fingerprint, v.digest, me, sid, applied,
         b.session.task, b.session.step, b.session.total, len(b.session.notes), imported, skipped, reports,
         list(b.files), len(b.diary), b.message, b.created_at, b.project, trust.sender_left, trust.created_seq,
-        trust.note, cmd.via)
+        trust.note, cmd.via, first, done)
 
 
-def _workflow(ctx: CommandContext, cmd: ImportHandoff, v: hb.Verified, me: str) -> list[TaskReport]:
-    """Hand the sender's tasks over (``apply_workflow``) or say what that would do; one report per
-    task of the bundle."""
+def _workflow(ctx: CommandContext, cmd: ImportHandoff, v: hb.Verified, me: str, apply: bool) -> list[TaskReport]:
+    """Hand the sender's tasks over (``apply``) or say what that would do; one report per task of
+    the bundle."""
     b = v.body
     lease_seconds = task_cmds.DEFAULT_LEASE_SECONDS if cmd.lease_seconds is None else cmd.lease_seconds
-    if cmd.apply_workflow and b.workflow:
+    if apply and b.workflow:
         task_cmds.validate_lease(lease_seconds)  # refuse a bad lease before anything is decided
     reports: list[TaskReport] = []
     seen: set[tuple[str, str]] = set()
@@ -283,7 +317,7 @@ def _workflow(ctx: CommandContext, cmd: ImportHandoff, v: hb.Verified, me: str) 
         else:
             if row is None:
                 outcome, reason = "already_yours", f"{me} already owns it here"
-            elif not cmd.apply_workflow:
+            elif not apply:
                 outcome, reason = "can_hand_over", f"{b.sender.agent_id} owns it here: {apply_hint(cmd.via)}"
             else:
                 lease = task_cmds.hand_over(ctx, row, receiver=me, handoff_id=b.handoff_id,
@@ -326,3 +360,19 @@ def apply_hint(via: str, what: str = "workflow") -> str:
     return (f"{goal}, import again with what to apply (ctx_handoff action=import apply_session=true "
             f"apply_knowledge=true apply_workflow=true with the same path or bundle, or `{cli}`, or one of "
             "--apply-session, --apply-knowledge, --apply-workflow)")
+
+
+def already_text(v: HandoffImportResult) -> str | None:
+    """The line that says a bundle was imported before by this receiver (None: it was not)."""
+    if v.already_imported_at is None:
+        return None
+    line = (f"handoff {v.handoff_id} already imported at {v.already_imported_at} by {v.receiver} (applied then: "
+            f"{', '.join(v.already_applied) or 'nothing'})")
+    if v.applied:
+        return line
+    if v.via == "envelope":
+        again = "POST the envelope to /v1/a2a/handoff?apply=1&reapply=1 with your X-Agent-Token"
+    else:
+        again = (f"ask {v.sender} for a fresh handoff (ctx_handoff action=create, or `lean-ctx handoff create`), "
+                 "or dispatch handoff.import with reapply")
+    return f"{line}; nothing applied again, so what you did since stays (to apply it over that: {again})"

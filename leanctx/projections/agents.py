@@ -204,8 +204,20 @@ def count_names(conn: Any, project_root: str, agent_type: str, role: str) -> int
     ).fetchone()[0]
 
 
-def name_taken(conn: Any, project_root: str, name: str) -> bool:
-    """Whether an agent of the project already has this name."""
+def name_taken(conn: Any, project_root: str, name: str, *, agent_id: str | None = None) -> bool:
+    """Whether ``name`` is not free for ``agent_id``'s new name: an agent of the project already
+    has it, or it is the id of another agent (any project: ids win over names in ``find_agent``,
+    so that agent would receive what is addressed to the new name)."""
     return conn.execute(
-        "SELECT 1 FROM agents WHERE project_root = ? AND name = ? LIMIT 1", (project_root, name)
+        "SELECT 1 FROM agents WHERE (project_root = ? AND name = ?) OR (agent_id = ? AND agent_id IS NOT ?) LIMIT 1",
+        (project_root, name, name, agent_id),
     ).fetchone() is not None
+
+
+def named(conn: Any, name: str, *, now: float, exclude: str | None = None,
+          ttl: float = HEARTBEAT_TTL) -> AgentView | None:
+    """The newest agent other than ``exclude`` registered under ``name``, in any project and
+    whatever its status (a name is never given again, and its holder may rejoin)."""
+    row = conn.execute(f"SELECT {_COLS} FROM agents WHERE name = ? AND agent_id IS NOT ?"
+                       " ORDER BY registered_at DESC LIMIT 1", (name, exclude)).fetchone()
+    return _view(row, now, ttl) if row else None

@@ -16,9 +16,9 @@ import msgspec
 import pytest
 from api.test_http_common import Api, make_server  # noqa: F401
 
+from leanctx import clock, keys
 from leanctx import envelope as env
 from leanctx import handoff_bundle as hb
-from leanctx import keys
 from leanctx.api import registry
 from leanctx.api.registry import Caller
 from leanctx.app import LeanCtx
@@ -299,7 +299,7 @@ def test_envelope_over_http_and_pack_receive(tmp_path: Path, make_server: Any, p
         out = json.loads(p.stdout)
         assert out["import"]["receiver"] == b.agent_id and "session" in out["import"]["applied"]
         # a raw post of a changed envelope is refused
-        data = env.seal(json.loads(res.bundle), sender="a", created_at="x", payload_kind="handoff",
+        data = env.seal(json.loads(res.bundle), sender="a", created_at=clock.iso(clock.now()), payload_kind="handoff",
                         secret="shared-s3cret")
         r = api.client.post("/v1/a2a/handoff", content=data.replace(b"use sqlite WAL", b"use sqlite DEL"),
                             headers={"Content-Type": "application/json"})

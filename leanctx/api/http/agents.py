@@ -3,7 +3,10 @@
 Registration answers with the agent's token (see ``tokens``); heartbeat and deregister act as
 the agent that token proves. Re-registering an id the log already knows (a rejoin, or taking
 over an id used from the CLI) needs that id's token (``403 AUTH_AGENT_ID_TAKEN``), so nobody
-obtains another agent's token by naming it. Registering gives the agent its Ed25519 signing key
+obtains another agent's token by naming it. The ``agent.register`` command decides this in its
+write transaction (``new_only``), so a refused caller appends no ``agent.registered``, also when
+several servers share the log. An id that is another agent's name is refused for everyone
+(``409 AGENT_ID_TAKEN``, see ``leanctx.commands.agents``). Registering gives the agent its Ed25519 signing key
 in this server's data dir (created once, by the ``agent.register`` command; see
 ``leanctx.commands.agents``); the answer names its fingerprint (``key_fingerprint``).
 
@@ -26,12 +29,15 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from ...commands.agents import (
+    AGENT_ID_TAKEN,
     AgentAck,
     Deregister,
     Heartbeat,
     RegisterAgent,
     SweepAgents,
+    acted_since,
 )
+from ...errors import LeanCtxError
 from ...events import StoredEvent, TopicFilter
 from ...events.codec import payload_dict
 from ...projections.agents import (
@@ -115,13 +121,10 @@ def _taken(agent_id: str) -> HttpError:
                      " otherwise leave agent_id out to get a new id")
 
 
-def _known_id(st: ServerState, agent_id: str) -> bool:
-    """(Worker thread.) Whether ``agent_id`` is registered or has ever acted in the log."""
-    conn = st.reader("agents")
-    found = find_agent(conn, agent_id, now=st.now())
-    if found is not None and found.agent_id == agent_id:
-        return True
-    return bool(st.lc.store.read_last(1, TopicFilter(actor=agent_id)))
+def _acted(st: ServerState, agent_id: str) -> tuple[bool, int]:
+    """(Worker thread.) Whether ``agent_id`` acted in the log, and up to which position that was read."""
+    head = st.lc.store.head().position
+    return acted_since(st.lc.store, agent_id), head
 
 
 async def register(request: Request) -> Response:
@@ -131,20 +134,26 @@ async def register(request: Request) -> Response:
     if body.agent_id is not None and caller is not None and caller != body.agent_id:
         raise mismatch(caller, body.agent_id)
     client = request.client
+    # without the id's token, an explicit id must be new to the log: the command refuses a known
+    # one before it emits anything (one write transaction, whichever server runs it). The long
+    # part, reading the log for the id as an actor, runs here first, outside the write lock; the
+    # command reads only the events appended since.
+    new_only, checked_to = False, 0
+    if body.agent_id is not None and caller is None:
+        new_only = True
+        acted, checked_to = await st.run(_acted, st, body.agent_id)
+        if acted:
+            raise _taken(body.agent_id)
     cmd = RegisterAgent(agent_type=body.agent_type, role=body.role,
                         project_root=body.project_root or st.project_root, agent_id=body.agent_id, pid=body.pid,
-                        host=body.host or (client.host if client else None), session_id=body.session_id)
-    if body.agent_id is None or caller is not None:
+                        host=body.host or (client.host if client else None), session_id=body.session_id,
+                        new_only=new_only, actors_checked_to=checked_to)
+    try:
         res = await st.dispatch(request, cmd, actor=caller)
-    else:
-        # a new explicit id: the check and the registration hold one lock, so two callers naming
-        # the same new id at once cannot both get its token
-        async with st.register_lock:
-            if await st.run(_known_id, st, body.agent_id):
-                raise _taken(body.agent_id)
-            res = await st.dispatch(request, cmd, actor=None)
-        if res.value.rejoined:  # another process registered it in between: no token for us
-            raise _taken(body.agent_id)
+    except LeanCtxError as exc:
+        if body.agent_id is not None and exc.code == AGENT_ID_TAKEN and exc.details.get("reason") == "known":
+            raise _taken(body.agent_id) from None
+        raise
     r = res.value
     return JSON(Registered(agent_id=r.agent_id, name=r.name, agent_type=r.agent_type, role=r.role,
                            project_root=r.project_root, heartbeat_interval=r.heartbeat_interval,

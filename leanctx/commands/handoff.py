@@ -373,6 +373,6 @@ def already_text(v: HandoffImportResult) -> str | None:
     if v.via == "envelope":
         again = "POST the envelope to /v1/a2a/handoff?apply=1&reapply=1 with your X-Agent-Token"
     else:
-        again = (f"ask {v.sender} for a fresh handoff (ctx_handoff action=create, or `lean-ctx handoff create`), "
-                 "or dispatch handoff.import with reapply")
+        again = ("import it with reapply (ctx_handoff action=import reapply=true, or "
+                 "`lean-ctx handoff import FILE --reapply`)")
     return f"{line}; nothing applied again, so what you did since stays (to apply it over that: {again})"

@@ -253,3 +253,27 @@ def test_open_envelope_checks_the_window_only_when_given_now() -> None:
     with pytest.raises(LeanCtxError) as ei:
         env.open_envelope(bad, "k")
     assert ei.value.code == env.ENVELOPE_INVALID
+
+
+def test_the_tool_says_a_bundle_was_imported_before_and_reapplies_on_request(tmp_path: Path) -> None:
+    """ctx_handoff's text for a second import names the first one (not "recorded only: apply
+    it"), and reapply=true applies it again."""
+    from leanctx.api import registry
+    from leanctx.api.registry import Caller
+
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    with LeanCtx(tmp_path / "t.db") as app:
+        a, b = Caller("a", "s-a", str(proj)), Caller("b", "s-b", str(proj))
+        for who in (a, b):
+            registry.call(app, who, "ctx_agent", {"action": "register", "role": "dev"})
+        registry.call(app, a, "ctx_session", {"action": "task", "text": "port the parser"})
+        made = registry.call(app, a, "ctx_handoff", {"action": "create"})["text"].splitlines()[-1]
+        first = registry.call(app, b, "ctx_handoff", {"action": "import", "bundle": made, "apply_session": True})
+        assert "applied: session" in first["text"] and "already imported" not in first["text"]
+        again = registry.call(app, b, "ctx_handoff", {"action": "import", "bundle": made, "apply_session": True})
+        assert "already imported at" in again["text"] and "reapply=true" in again["text"], again["text"]
+        assert "applied: nothing" in again["text"] and "recorded only" not in again["text"]
+        forced = registry.call(app, b, "ctx_handoff", {"action": "import", "bundle": made, "apply_session": True,
+                                                       "reapply": True})
+        assert "applied: session" in forced["text"], forced["text"]

@@ -42,6 +42,7 @@ class HandoffArgs(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     apply_session: bool = False
     apply_workflow: bool = False  # import: take over the sender's tasks it still owns here
     lease_seconds: float | None = None  # import: the lease on taken-over tasks in progress (default 900)
+    reapply: bool = False  # import: apply again what an earlier import of this bundle applied
     handoff_id: str | None = None  # show
 
 
@@ -118,11 +119,14 @@ def created_text(v: Any, out: str | None = None) -> str:
 
 
 def imported_text(v: Any) -> str:
-    from ...commands.handoff import apply_hint
+    from ...commands.handoff import already_text, apply_hint
 
     lines = [(f"handoff {v.handoff_id} from {v.sender} verified (signer {v.signer} {v.fingerprint}) → "
               f"{v.receiver} session {v.session_id} (via {v.via}); applied: {', '.join(v.applied) or 'nothing'}")]
-    if not v.applied:
+    again = already_text(v) if getattr(v, "already_imported_at", None) else None
+    if again:
+        lines.append(again)
+    elif not v.applied:
         lines.append(f"verified and recorded only: {apply_hint(v.via, 'all')}")
     if getattr(v, "trust_note", None):
         lines.append(f"trust: {v.trust_note}")
@@ -183,7 +187,7 @@ def _writes(a: HandoffArgs) -> bool:
 @tool("ctx_handoff", category="memory", args=HandoffArgs, exec_when=_writes, description="""
 Hand work to another agent with a signed bundle, or continue another agent's work. action:
 create(knowledge?: all|none|CATEGORY, message?, out? (a new file in the project), overwrite?) → bundle | import(path | bundle,
-apply_session?, apply_knowledge?, apply_workflow?, lease_seconds?) (verified against the trust
+apply_session?, apply_knowledge?, apply_workflow?, lease_seconds?, reapply?) (verified against the trust
 store; apply_workflow: the sender's tasks it still owns become yours, leased if in progress;
 others are reported with the reason) | list | show(handoff_id).""")
 def ctx_handoff(lc: Any, caller: Caller, a: HandoffArgs) -> dict[str, Any]:
@@ -212,7 +216,7 @@ def ctx_handoff(lc: Any, caller: Caller, a: HandoffArgs) -> dict[str, Any]:
             text = (a.bundle or "").rstrip("\r\n") + "\n"
         v = _dispatch(lc, caller, ImportHandoff(bundle=text, apply_knowledge=a.apply_knowledge,
                                                 apply_session=a.apply_session, apply_workflow=a.apply_workflow,
-                                                lease_seconds=a.lease_seconds, via=via))
+                                                lease_seconds=a.lease_seconds, via=via, reapply=a.reapply))
         return {"text": imported_text(v), "import": v}
     if a.action == "list":
         return list_handoffs(lc)

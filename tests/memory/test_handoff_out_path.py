@@ -94,3 +94,13 @@ def test_import_path_outside_the_project_is_refused(lc: LeanCtx, proj: Path, tmp
     with pytest.raises(LeanCtxError) as e:
         registry.call(lc, me(lc, proj), "ctx_handoff", {"action": "import", "path": str(tmp_path / "b.json")})
     assert e.value.code == "HANDOFF_PATH_OUTSIDE_PROJECT"
+
+
+def test_an_out_that_cannot_be_written_records_nothing(lc: LeanCtx, proj: Path) -> None:
+    who = me(lc, proj)
+    (proj / "afile").write_text("x\n")
+    err = refused(lc, who, out="afile/x/b.json")
+    assert err.code == "HANDOFF_OUT_UNWRITABLE" and created(lc) == 0
+    (proj / "folder").mkdir()
+    err = refused(lc, who, out="folder", overwrite=True)
+    assert err.code == "HANDOFF_OUT_IS_A_DIRECTORY" and created(lc) == 0

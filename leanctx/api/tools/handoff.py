@@ -93,9 +93,15 @@ def _out_path(lc: Any, caller: Caller, out: str, overwrite: bool) -> Path:
     if refused is not None:
         raise InvalidInput("HANDOFF_PATH_REFUSED", f"out={out} is inside {refused}, where a handoff is never "
                            "written; choose a file elsewhere in the project", path=out)
+    if path.is_dir():
+        raise InvalidInput("HANDOFF_OUT_IS_A_DIRECTORY", f"{out} is a folder; name a file in it", path=out)
     if path.exists() and not overwrite:
         raise InvalidInput("HANDOFF_OUT_EXISTS", f"{out} exists; choose a new file, or pass overwrite=true to "
                                                  "replace it", path=out)
+    try:  # its folders now, so that a path that cannot be written records no handoff
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InvalidInput("HANDOFF_OUT_UNWRITABLE", f"cannot write {out}: {exc.strerror or exc}", path=out) from None
     return path
 
 
@@ -198,9 +204,12 @@ def ctx_handoff(lc: Any, caller: Caller, a: HandoffArgs) -> dict[str, Any]:
         out = _out_path(lc, caller, a.out, a.overwrite) if a.out else None
         v = _dispatch(lc, caller, CreateHandoff(knowledge=a.knowledge, diary_limit=a.diary_limit, message=a.message))
         if out is not None and a.out:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(v.bundle)
-            return {"text": created_text(v, a.out), "handoff": v}
+            try:
+                out.write_text(v.bundle)
+                return {"text": created_text(v, a.out), "handoff": v}
+            except OSError as exc:  # recorded already: the bundle goes in the text instead, nothing lost
+                return {"text": f"{created_text(v)}\ncould not write {a.out} ({exc.strerror or exc});\n{BUNDLE_LINE}\n"
+                                f"{v.bundle.strip()}", "handoff": v}
         # not saved: the text is all the model has to hand over, so it carries the bundle (one line)
         return {"text": f"{created_text(v)}\n{BUNDLE_LINE}\n{v.bundle.strip()}", "handoff": v}
     if a.action == "import":

@@ -7,6 +7,11 @@ expiry, active path locks of the workspace, active scent claims, and the last me
 Both are evaluated at a time ``at``; by default the timestamp of the log's last event, so the
 same log gives byte-identical output (``--at now`` evaluates at the wall clock instead).
 Directed messages never appear: the summary shows broadcasts only.
+
+A channel that only tasks name (a task may name any channel; none was created with ``chat
+init``) has a state too: its tasks, as an open channel's members, no messages, and
+``tasks_only`` set (the text says how to create it). A name with neither is
+``CHAT_CHANNEL_NOT_FOUND``.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from .projections.agents import find_agent, list_agents
 from .projections.channels import adapter_states, channel_info, last_messages
 from .projections.locks import active_locks
 from .projections.scent import sync
-from .projections.tasks import list_tasks
+from .projections.tasks import count_tasks, list_tasks
 
 
 class Member(msgspec.Struct, frozen=True):
@@ -79,6 +84,7 @@ class ChannelState(msgspec.Struct, frozen=True):
     locks: list[LockLine]
     claims: list[ClaimLine]
     messages: list[MessageLine]
+    tasks_only: bool = False  # no channel was created: only tasks name it
 
 
 def evaluation_time(store: Any, at: str | None) -> tuple[float, int]:
@@ -95,14 +101,23 @@ def evaluation_time(store: Any, at: str | None) -> tuple[float, int]:
     return datetime.fromisoformat(at.replace("Z", "+00:00")).timestamp(), head
 
 
+def _tasks_only(conn: Any, channel: str) -> bool:
+    """Whether only tasks name ``channel`` (else it exists); ``CHAT_CHANNEL_NOT_FOUND`` for neither."""
+    if channel_info(conn, channel) is not None:
+        return False
+    if count_tasks(conn, channel):
+        return True
+    from .commands.chat import channel_not_found
+
+    raise channel_not_found(conn, channel)
+
+
 def roster(conn: Any, channel: str, *, now: float, project: str | None = None) -> list[Member]:
     info = channel_info(conn, channel)
     if info is None:
-        from .errors import CommandError
-
-        raise CommandError("CHAT_CHANNEL_NOT_FOUND", f"no channel {channel!r}; see `lean-ctx chat channels`")
+        _tasks_only(conn, channel)  # refused unless tasks name it: then an open channel
     ids: list[str] = []
-    for m in info.members:
+    for m in info.members if info is not None else []:
         a = find_agent(conn, m, now=now)
         ids.append(a.agent_id if a is not None else m)
     if not ids:  # an open channel: every agent registered in the project
@@ -122,9 +137,9 @@ def roster(conn: Any, channel: str, *, now: float, project: str | None = None) -
 
 def channel_state(conn: Any, channel: str, *, now: float, position: int, project: str | None = None,
                   messages: int = 5) -> ChannelState:
+    tasks_only = _tasks_only(conn, channel)
     members = roster(conn, channel, now=now, project=project)
     info = channel_info(conn, channel)
-    assert info is not None
     tasks: dict[str, list[TaskLine]] = {s: [] for s in ("open", "in_progress", "blocked")}
     done = cancelled = 0
     for t in list_tasks(conn, now=now, channel=channel):
@@ -148,8 +163,8 @@ def channel_state(conn: Any, channel: str, *, now: float, position: int, project
         MessageLine(m.seq, m.sender, m.to, m.category, m.title, m.ts)
         for m in last_messages(conn, channel, messages)
     ]
-    return ChannelState(channel, info.topic, clock.iso(now), position, members, tasks, done, cancelled, locks,
-                        sorted(claims, key=lambda c: (c.target, c.agent)), msgs)
+    return ChannelState(channel, info.topic if info else None, clock.iso(now), position, members, tasks, done,
+                        cancelled, locks, sorted(claims, key=lambda c: (c.target, c.agent)), msgs, tasks_only)
 
 
 def _one_line(text: str | None) -> str:
@@ -161,6 +176,9 @@ def render_state(st: ChannelState) -> str:
     out = [f"# {st.channel} — state at {st.at} (log position {st.position})"]
     if st.topic:
         out.append(f"topic: {_one_line(st.topic)}")
+    if st.tasks_only:
+        out.append(f"tasks only: no channel {st.channel!r} was created, so nobody can post in it; create it with"
+                   f" ctx_agent action=init channel={st.channel} (or `lean-ctx chat init {st.channel}`)")
     out.append("")
     out.append(f"## members ({len(st.members)})")
     for m in st.members:

@@ -11,9 +11,11 @@ Delivery rules (every surface goes through these functions):
   ``wait`` is not woken by the agent's own post). ``peek`` shows the channel as the reader sees
   it, own posts included.
 - ``read`` delivers the messages after the reader's cursor, in seq order, and moves the cursor
-  with a ``cursor.advanced`` event (one per read that moves it; none when nothing is new). The
-  cursor also moves past messages that are not for the reader (its own, others' directed ones),
-  so they are never scanned again. Reads are exactly-once: the handler runs in the write
+  with a ``cursor.advanced`` event (one per read that moves it; none when nothing is new). A
+  read is bounded (:mod:`.chat_delivery`: 50 messages and the answer cap's worth of text by
+  default): the cursor moves only past what it delivered, and ``unread`` says how many more
+  wait. When it delivered everything, the cursor also moves past messages that are not for the
+  reader (its own, others' directed ones), so they are never scanned again. Reads are exactly-once: the handler runs in the write
   transaction, so two processes reading as the same agent never get the same message.
 - Agents are named by id; a registered agent's name (``cursor-dev-1``) resolves to its id, for
   recipients, senders and readers alike. Names repeat per project (a log shared by several
@@ -62,9 +64,11 @@ from ..projections.channels import (
     get_message,
     known_identity,
     last_seq,
-    messages_for,
+    unread_count,
 )
+from ..projections.tasks import count_tasks
 from .bus import Command, CommandContext, handles
+from .chat_delivery import DEFAULT_READ_LIMIT, DEFAULT_READ_TOKENS, read_bounds, take
 
 if TYPE_CHECKING:
     pass
@@ -107,12 +111,21 @@ def check_agent(ref: str | None, what: str, code: str) -> str:
     return value
 
 
+def channel_not_found(conn: Any, channel: str) -> CommandError:
+    """``CHAT_CHANNEL_NOT_FOUND`` for ``channel``, saying how to create it (and that it has tasks, if so)."""
+    tasks = count_tasks(conn, channel)
+    has = (f"channel {channel!r} has {tasks} task{'s' if tasks != 1 else ''} (a task may name any channel) but"
+           " was never created" if tasks else f"no channel {channel!r}")
+    return CommandError(
+        "CHAT_CHANNEL_NOT_FOUND",
+        f"{has}: create it with ctx_agent action=init channel={channel} (or `lean-ctx chat init {channel}`);"
+        " see the channels with ctx_agent action=channels (or `lean-ctx chat channels`)",
+    )
+
+
 def _channel_or_404(conn: Any, channel: str) -> None:
     if not channel_exists(conn, channel):
-        raise CommandError(
-            "CHAT_CHANNEL_NOT_FOUND",
-            f"no channel {channel!r}; create it with `lean-ctx chat init {channel}` or see `lean-ctx chat channels`",
-        )
+        raise channel_not_found(conn, channel)
 
 
 def _text(value: str | None, what: str, code: str, limit: int, *, required: bool) -> str | None:
@@ -136,7 +149,7 @@ class ReadResult(msgspec.Struct, frozen=True, kw_only=True):
     messages: list[MessageView]
     cursor: int  # the last seq read, after this read
     previous_cursor: int
-    unread: int  # messages for the reader still after the cursor (with a limit)
+    unread: int  # messages for the reader still after the cursor (a bound stopped the read)
 
 
 class AdapterEventView(msgspec.Struct, frozen=True, kw_only=True):
@@ -172,9 +185,13 @@ class PostMessage(Command, frozen=True):
 
 
 class ReadMessages(Command, frozen=True):
+    """Read the messages for the actor after its cursor (bounds: :mod:`.chat_delivery`)."""
+
     name = "chat.read"
     channel: str = DEFAULT_CHANNEL
-    limit: int | None = None
+    limit: int | None = DEFAULT_READ_LIMIT  # at most this many messages (None: no count limit)
+    max_tokens: int | None = DEFAULT_READ_TOKENS  # at most this much text, as ctx_agent shows it (None: no budget)
+    encoding: str | None = None  # the encoding spec max_tokens counts in (None: o200k_base)
 
 
 class PostAdapterEvent(Command, frozen=True):
@@ -230,7 +247,8 @@ def init_channel(ctx: CommandContext, cmd: InitChannel) -> ChannelInfo:
     channel = check_channel(cmd.channel)
     actor = _actor(ctx, "creator", "CHAT_INVALID_SENDER")
     if channel_created(ctx.conn, channel):
-        raise CommandError("CHAT_CHANNEL_EXISTS", f"channel {channel!r} already exists; see `lean-ctx chat channels`")
+        raise CommandError("CHAT_CHANNEL_EXISTS", f"channel {channel!r} already exists; see the channels with"
+                           " ctx_agent action=channels (or `lean-ctx chat channels`)")
     if len(cmd.members) > MAX_MEMBERS:
         raise InvalidInput("CHAT_INVALID_MEMBER", f"{len(cmd.members)} members; the limit is {MAX_MEMBERS}")
     members: list[str] = []
@@ -301,12 +319,13 @@ def read_messages(ctx: CommandContext, cmd: ReadMessages) -> ReadResult:
     channel = check_channel(cmd.channel)
     reader = _actor(ctx, "reader", "CHAT_INVALID_READER")
     _channel_or_404(ctx.conn, channel)
-    if cmd.limit is not None and cmd.limit < 1:
-        raise InvalidInput("CHAT_INVALID_LIMIT", "the limit must be at least 1")
+    limit, max_tokens, encoding = read_bounds(cmd.limit, cmd.max_tokens, cmd.encoding)
     previous, _ = get_cursor(ctx.conn, reader, channel)
-    messages = messages_for(ctx.conn, channel, reader, after=previous, limit=cmd.limit)
-    if cmd.limit is not None and len(messages) == cmd.limit:
-        cursor = messages[-1].seq  # stop at the limit: what follows stays unread
+    unread_before = unread_count(ctx.conn, channel, reader)  # after ``previous``, the stored cursor
+    messages, stopped = take(ctx.conn, channel, reader, after=previous, limit=limit, max_tokens=max_tokens,
+                             encoding=encoding)
+    if stopped:
+        cursor = messages[-1].seq  # stopped at a bound: what follows stays unread
     else:
         cursor = last_seq(ctx.conn, channel)  # also past messages that are not for the reader
     if cursor > previous:
@@ -314,9 +333,8 @@ def read_messages(ctx: CommandContext, cmd: ReadMessages) -> ReadResult:
         version = ctx.tx.stream_version(stream)
         ctx.emit(stream, CursorAdvanced(agent=reader, channel=channel, seq=cursor, previous_seq=previous),
                  expected_version=version or NO_STREAM, to_agent=reader, channel=channel)
-    remaining = len(messages_for(ctx.conn, channel, reader, after=cursor)) if cmd.limit is not None else 0
     return ReadResult(channel=channel, reader=reader, messages=messages, cursor=max(cursor, previous),
-                      previous_cursor=previous, unread=remaining)
+                      previous_cursor=previous, unread=unread_before - len(messages))
 
 
 # --- adapter-neutral events ----------------------------------------------------------------
@@ -349,6 +367,7 @@ def post_adapter_event(ctx: CommandContext, cmd: PostAdapterEvent) -> AdapterEve
 __all__ = [
     "ADAPTER_KINDS",
     "CATEGORIES",
+    "DEFAULT_READ_LIMIT",
     "AdapterEventView",
     "InitChannel",
     "PostAdapterEvent",
@@ -357,5 +376,6 @@ __all__ = [
     "ReadResult",
     "agent_left",
     "agent_not_found",
+    "channel_not_found",
     "check_channel",
 ]

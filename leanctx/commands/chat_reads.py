@@ -3,6 +3,9 @@
 rules are those of :mod:`.chat`; ``project`` (the caller's project root) scopes agent names
 as there.
 
+``summaries`` lists the channels with their tasks not yet finished, and also the names that
+only such tasks use (a task may name any channel; posting there needs ``chat init`` first).
+
 A poll cursor is a log position this log handed out, so it is never past the head: one that is
 (a cursor kept from another log, a log replaced under it, a typo) is refused with
 ``EVENT_CURSOR_AHEAD`` — as the SSE stream refuses such a ``Last-Event-ID`` — rather than
@@ -14,10 +17,12 @@ from __future__ import annotations
 
 import math
 import time
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from .. import clock
 from ..errors import CommandError, InvalidInput
 from ..events import StoredEvent, TopicFilter
 from ..projections.channels import (
@@ -26,12 +31,14 @@ from ..projections.channels import (
     canonical_agent,
     channel_info,
     get_cursor,
+    get_message,
     last_messages,
     list_channels,
-    messages_for,
     unread_count,
 )
+from ..projections.tasks import list_tasks
 from .chat import ReadMessages, ReadResult, _channel_or_404, check_agent, check_channel
+from .chat_delivery import DEFAULT_READ_LIMIT, DEFAULT_READ_TOKENS, read_bounds, take
 
 if TYPE_CHECKING:
     from ..app import LeanCtx
@@ -41,6 +48,15 @@ if TYPE_CHECKING:
 class PollResult(msgspec.Struct, frozen=True):
     events: list[StoredEvent]
     next_cursor: int  # pass as ``since`` next time
+
+
+class ChannelSummary(msgspec.Struct, frozen=True, kw_only=True):
+    name: str
+    channel: ChannelInfo | None  # None: only tasks name it (no channel was created)
+    tasks: int  # its tasks not finished (open, in progress, blocked)
+
+
+UNFINISHED = ("open", "in_progress", "blocked")
 
 
 def _reader_conn(lc: "LeanCtx") -> Any:
@@ -54,15 +70,24 @@ def identity(lc: "LeanCtx", ref: str | None, code: str = "CHAT_INVALID_READER", 
     return canonical_agent(_reader_conn(lc), check_agent(ref, "reader", code), project_root=project)
 
 
-def peek(lc: "LeanCtx", channel: str, reader: str, n: int = 10, *, project: str | None = None) -> list[MessageView]:
-    """The last ``n`` messages of ``channel`` the reader can see (its own included); the
-    cursor does not move."""
+def peek(lc: "LeanCtx", channel: str, reader: str, n: int = 10, *, project: str | None = None,
+         seq: int | None = None) -> list[MessageView]:
+    """The last ``n`` messages of ``channel`` the reader can see (its own included), or with
+    ``seq`` that one message, whole (``CHAT_MESSAGE_NOT_FOUND`` when the reader cannot see it);
+    the cursor does not move."""
     channel = check_channel(channel)
     if n < 0:
         raise InvalidInput("CHAT_INVALID_LIMIT", "-n must be 0 or more")
     conn = _reader_conn(lc)
     _channel_or_404(conn, channel)
-    return last_messages(conn, channel, n, reader=_who(conn, reader, project))
+    who = _who(conn, reader, project)
+    if seq is None:
+        return last_messages(conn, channel, n, reader=who)
+    found = get_message(conn, channel, seq, reader=who)
+    if found is None:
+        raise CommandError("CHAT_MESSAGE_NOT_FOUND", f"there is no message #{seq} in {channel!r} that {who} can see;"
+                           f" see the last ones with `lean-ctx chat peek --channel {channel}`")
+    return [found]
 
 
 def _who(conn: Any, reader: str | None, project: str | None) -> str:
@@ -72,6 +97,17 @@ def _who(conn: Any, reader: str | None, project: str | None) -> str:
 def channels(lc: "LeanCtx", reader: str | None, *, project: str | None = None) -> list[ChannelInfo]:
     conn = _reader_conn(lc)
     return list_channels(conn, reader=_who(conn, reader, project) if reader else None)
+
+
+def summaries(lc: "LeanCtx", reader: str | None, *, project: str | None = None) -> list[ChannelSummary]:
+    """Every channel (as :func:`channels`) and every name that tasks not finished use, by name,
+    with the count of those tasks (finished ones are not scanned: a log keeps them all)."""
+    lc.projections.ensure_current(["tasks"])
+    conn = _reader_conn(lc)
+    open_tasks = Counter(t.channel for t in list_tasks(conn, now=clock.now(), status=UNFINISHED))
+    found = {c.name: c for c in channels(lc, reader, project=project)}
+    names = sorted(set(found) | set(open_tasks))
+    return [ChannelSummary(name=n, channel=found.get(n), tasks=open_tasks.get(n, 0)) for n in names]
 
 
 def info(lc: "LeanCtx", channel: str, reader: str | None, *, project: str | None = None) -> ChannelInfo:
@@ -107,6 +143,8 @@ def wait(
         raise InvalidInput("CHAT_INVALID_TIMEOUT", "--timeout must be a finite number of seconds, 0 or more")
     if limit is not None and limit < 1:
         raise InvalidInput("CHAT_INVALID_LIMIT", "the limit must be at least 1")
+    limit = DEFAULT_READ_LIMIT if limit is None else limit
+    bounds = read_bounds(limit, DEFAULT_READ_TOKENS, None)
     deadline = time.monotonic() + timeout
     conn = _reader_conn(lc)
     _channel_or_404(conn, channel)
@@ -128,7 +166,8 @@ def wait(
                 return res
             continue  # another process reading as the same agent took them first
         lc.projections.ensure_current(["channels"])
-        messages = messages_for(conn, channel, reader, after=seq, limit=limit)
+        messages, _ = take(conn, channel, reader, after=seq, limit=bounds[0], max_tokens=bounds[1],
+                           encoding=bounds[2])
         if messages:
             return ReadResult(channel=channel, reader=reader, messages=messages, cursor=seq, previous_cursor=seq,
                               unread=unread_count(conn, channel, reader))
@@ -163,4 +202,5 @@ def poll_events(store: "SqliteEventStore", since: int = 0, filter: TopicFilter |
     return PollResult(events, head)
 
 
-__all__ = ["PollResult", "channels", "identity", "info", "peek", "poll_events", "wait"]
+__all__ = ["ChannelSummary", "PollResult", "channels", "identity", "info", "peek", "poll_events", "summaries",
+           "wait"]

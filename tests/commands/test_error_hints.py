@@ -47,6 +47,7 @@ TOOL_FOR_CLI = {
     "knowledge resolve": "ctx_knowledge action=resolve", "chat task list": "ctx_task action=list",
     "chat task claim": "ctx_task action=claim", "chat task recover": "ctx_task action=recover",
     "chat task update": "ctx_task action=update", "handoff create": "ctx_handoff action=create",
+    "chat init": "ctx_agent action=init", "chat channels": "ctx_agent action=channels",
 }
 TOOL_HINT = re.compile(r"\b(ctx_[a-z_]+) action=([a-z_]+)((?: [a-z_]+=\S+)*)")
 CLI_HINT = re.compile(r"`+lean-ctx ((?:[a-z][a-z-]*)(?: [a-z][a-z-]*)*)")

@@ -99,28 +99,34 @@ def init(
 
 @chat_app.command("channels")
 def channels_(ctx: typer.Context, as_: Optional[str] = AS, json_: bool = JSON) -> None:
-    """Channels with their message counts, your unread count and the last message you can see."""
-    from ...commands.chat_reads import channels
+    """Channels with their message counts, your unread count and the last message you can see;
+    names that only tasks use are listed too (post there after `chat init`)."""
+    from ...commands.chat_reads import summaries
 
     st = state(ctx)
-    found = channels(st.open(), _who(as_))
+    found = summaries(st.open(), _who(as_))
     if st.want_json(json_):
         from .render import emit_json
 
-        emit_json(found)
+        emit_json([c.channel for c in found if c.channel is not None])
         return
     from .render import table
 
-    rows = [
-        {
+    rows: list[dict[str, Any]] = []
+    for s in found:
+        c = s.channel
+        tasks = f"{s.tasks} task{'s' if s.tasks != 1 else ''} not finished"
+        if c is None:
+            rows.append({"channel": _safe(s.name), "messages": "-", "unread": "-",
+                         "topic": f"(tasks only: {tasks}; lean-ctx chat init {_safe(s.name)})", "last": ""})
+            continue
+        rows.append({
             "channel": c.name,
             "messages": c.messages,
             "unread": c.unread,
-            "topic": _safe(c.topic or ""),
+            "topic": " ".join(filter(None, [_safe(c.topic or ""), f"({tasks})" if s.tasks else ""])),
             "last": f"#{c.last.seq} {_safe(c.last.sender)}: {_safe(c.last.title)[:50]}" if c.last else "",
-        }
-        for c in found
-    ]
+        })
     sys.stdout.write(table(rows, ["channel", "messages", "unread", "topic", "last"]) + "\n")
 
 
@@ -165,22 +171,33 @@ def _print_read(res: Any, as_json: bool, empty: str) -> None:
     for m in res.messages:
         _print_message(m)
     if res.unread:
-        sys.stderr.write(f"{res.unread} more unread; read again\n")
+        sys.stderr.write(f"{res.unread} more unread; read again (or --all)\n")
 
 
 @chat_app.command("read")
 def read(
     ctx: typer.Context,
     channel: str = CHANNEL,
-    limit: Optional[int] = typer.Option(None, "-n", "--limit", min=1, help="At most this many messages."),
+    limit: Optional[int] = typer.Option(
+        None, "-n", "--limit", min=1, help="At most this many messages (default 50, and ~20,000 tokens of text)."),
+    all_: bool = typer.Option(False, "--all", help="Every new message: no count limit, no token budget."),
     as_: Optional[str] = AS,
     json_: bool = JSON,
 ) -> None:
-    """New messages for you (after your cursor), in order; moves your cursor."""
+    """New messages for you (after your cursor), in order; moves your cursor past those shown
+    only. Bounded by default: what is left is counted ("N more unread"); --all reads it all."""
     from ...commands.chat import ReadMessages
 
     st = state(ctx)
-    res = dispatch(st, ReadMessages(channel=channel, limit=limit), actor=_who(as_))
+    if all_ and limit is not None:
+        from ...errors import InvalidInput
+
+        raise InvalidInput("CHAT_INVALID_ARGUMENT", "give --all or --limit, not both")
+    if all_:
+        cmd = ReadMessages(channel=channel, limit=None, max_tokens=None)
+    else:
+        cmd = ReadMessages(channel=channel) if limit is None else ReadMessages(channel=channel, limit=limit)
+    res = dispatch(st, cmd, actor=_who(as_))
     _print_read(res, st.want_json(json_), f"no new messages for {res.reader} in #{res.channel}")
 
 
@@ -189,14 +206,15 @@ def peek_(
     ctx: typer.Context,
     channel: str = CHANNEL,
     n: int = typer.Option(10, "-n", "--limit", min=0, help="How many of the last messages."),
+    seq: Optional[int] = typer.Option(None, "--seq", min=1, help="Only message #N, whole."),
     as_: Optional[str] = AS,
     json_: bool = JSON,
 ) -> None:
-    """The last N messages you can see; your cursor does not move."""
+    """The last N messages you can see (or message #N with --seq); your cursor does not move."""
     from ...commands.chat_reads import peek
 
     st = state(ctx)
-    found = peek(st.open(), channel, _who(as_), n)
+    found = peek(st.open(), channel, _who(as_), n, seq=seq)
     if st.want_json(json_):
         from .render import emit_json
 

@@ -1,5 +1,10 @@
-"""``ctx_agent``: the caller among other agents — registry, messages, scent claims, diary,
-events, heartbeat and budget, one ``action`` per verb (the coordination commands' wrappers).
+"""``ctx_agent``: the caller among other agents — registry, channels and messages, scent claims,
+diary, events, heartbeat and budget, one ``action`` per verb (the coordination commands' wrappers).
+
+``read`` takes at most ``limit`` messages (default 50) and at most what fits in the answer cap
+(:mod:`leanctx.commands.chat_delivery`): the cursor moves past those only, and the text ends
+with ``[N more unread …]`` when more wait. A single message larger than the cap is sent cut,
+with the command that shows it whole.
 
 An ``agent=`` argument is an agent id, or a name in the caller's project (names repeat per
 project); one that names nobody is refused with ``AGENT_NOT_FOUND`` rather than answered as an
@@ -16,10 +21,11 @@ from ... import clock
 from ...errors import InvalidInput
 from ..registry import Caller, tool
 
-Action = Literal["register", "list", "post", "read", "claim", "release", "sync", "diary", "recall_diary",
-                 "poll_events", "heartbeat", "budget"]
+Action = Literal["register", "list", "channels", "init", "post", "read", "claim", "release", "sync", "diary",
+                 "recall_diary", "poll_events", "heartbeat", "budget"]
 DEFAULT_CHANNEL = "general"
 POLL_LINE_CHARS = 160  # poll_events: an event's fields in the text, cut with "…" past this
+READ_RESERVE_TOKENS = 300  # read: of the answer cap, kept for the "[N more unread]" line and a cut's notice
 
 
 class AgentArgs(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -41,6 +47,8 @@ class AgentArgs(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     limit: int | None = None
     status: str | None = None
     role: str | None = None
+    members: list[str] | None = None
+    topic: str | None = None
 
 
 def _need(a: AgentArgs, *names: str) -> None:
@@ -76,15 +84,6 @@ def _resolve(lc: Any, caller: Caller, ref: str | None, known: Callable[[str], bo
     if known(ref):
         return ref
     raise agent_not_found(ref)
-
-
-def _message_lines(messages: list[Any]) -> list[str]:
-    out = []
-    for m in messages:
-        reply = f" (re #{m.reply_to})" if m.reply_to else ""
-        out.append(f"#{m.seq} {m.sender} → {m.to} [{m.category}] {m.title}{reply}")
-        out.extend(f"  {line}" for line in m.body.splitlines())
-    return out
 
 
 # --- the actions -----------------------------------------------------------------------------
@@ -129,13 +128,35 @@ def _post(lc: Any, caller: Caller, a: AgentArgs) -> dict[str, Any]:
 
 
 def _read(lc: Any, caller: Caller, a: AgentArgs) -> dict[str, Any]:
-    from ...commands.chat import ReadMessages
+    from ...commands.chat import DEFAULT_READ_LIMIT, ReadMessages
+    from ...ops.cap import ANSWER_CAP_TOKENS
+    from .chat_text import read_text
+    from .context import encoding_of
 
-    r = _dispatch(lc, caller, ReadMessages(channel=a.channel or DEFAULT_CHANNEL, limit=a.limit))
-    text = "\n".join(_message_lines(r.messages)) or f"no new messages in {r.channel}"
-    if r.unread:
-        text += f"\n[{r.unread} more unread]"
-    return {"text": text, **msgspec.to_builtins(r)}
+    encoding = encoding_of(caller)
+    r = _dispatch(lc, caller, ReadMessages(channel=a.channel or DEFAULT_CHANNEL, encoding=encoding,
+                                           limit=DEFAULT_READ_LIMIT if a.limit is None else a.limit,
+                                           max_tokens=ANSWER_CAP_TOKENS - READ_RESERVE_TOKENS))
+    return {"text": read_text(r, ANSWER_CAP_TOKENS, encoding), **msgspec.to_builtins(r)}
+
+
+def _channels(lc: Any, caller: Caller, a: AgentArgs) -> dict[str, Any]:
+    from ...commands.chat_reads import summaries
+    from .chat_text import channel_line
+
+    found = summaries(lc, _me(caller), project=caller.project)
+    return {"text": "\n".join(channel_line(c) for c in found), "channels": found}
+
+
+def _init(lc: Any, caller: Caller, a: AgentArgs) -> dict[str, Any]:
+    from ...commands.chat import InitChannel
+
+    _need(a, "channel")
+    v = _dispatch(lc, caller, InitChannel(channel=a.channel or "", members=list(a.members or []), topic=a.topic))
+    members = f"members: {', '.join(v.members)}" if v.members else "open to every agent"
+    topic = f"; topic: {v.topic}" if v.topic else ""
+    return {"text": f"created #{v.name} ({members}){topic}; post with ctx_agent action=post channel={v.name}",
+            "channel": v}
 
 
 def _claim(lc: Any, caller: Caller, a: AgentArgs) -> dict[str, Any]:
@@ -241,15 +262,16 @@ def _budget(lc: Any, caller: Caller, a: AgentArgs) -> dict[str, Any]:
 
 
 _ACTIONS = {
-    "register": _register, "list": _list, "post": _post, "read": _read, "claim": _claim, "release": _release,
+    "register": _register, "list": _list, "channels": _channels, "init": _init, "post": _post, "read": _read, "claim": _claim, "release": _release,
     "sync": _sync, "diary": _diary, "recall_diary": _recall, "poll_events": _poll, "heartbeat": _heartbeat,
     "budget": _budget,
 }
 
 
 @tool("ctx_agent", category="session", args=AgentArgs, description="""
-Coordinate with other agents. action: list | post(title, body, to?, channel?, category?) |
-read(channel?) | claim/release(target: file or task) | sync (scent field) |
+Coordinate with other agents. action: list | channels | init(channel, members?, topic?) |
+post(title, body, to?, channel?, category?) | read(channel?, limit?) |
+claim/release(target: file or task) | sync (scent field) |
 diary(category: discovery|decision|blocker|progress|insight, text, tags?) | recall_diary(agent?, grep?) |
 poll_events(since, kinds?) | heartbeat(status?) | budget | register(role).""")
 def ctx_agent(lc: Any, caller: Caller, a: AgentArgs) -> dict[str, Any]:

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import CommandError
+from ..errors import CommandError, InvalidInput
 from ..events import NO_STREAM
 from ..events.kinds import Event
 from ..events.kinds.task import (
@@ -159,7 +159,12 @@ def _what(changes: dict[str, Any], to: str | None) -> str:
 
 @handles(CreateTask, emits=("task.created",), result=TaskResult)
 def create(ctx: CommandContext, cmd: CreateTask) -> TaskResult:
-    channel = _slug(cmd.channel, "channel name")
+    from .chat import check_channel  # a task's channel is a chat channel name, so one rule for both
+
+    try:
+        channel = check_channel(cmd.channel)
+    except InvalidInput as exc:  # the code tasks have always refused a bad channel with
+        raise _bad(exc.message) from None
     title = _text(cmd.title, "the title", 200)
     owner = _registered(ctx, cmd.owner, "owner", "--owner") if cmd.owner else None
     to_agent = _registered(ctx, cmd.to_agent, "delegate", "--to") if cmd.to_agent else None

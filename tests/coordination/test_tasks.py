@@ -200,6 +200,10 @@ def test_create_generates_readable_ids_and_validates(lc: LeanCtx) -> None:
     refused(lc, CreateTask(task_id="t1", title="again"), "TASK_ALREADY_EXISTS")
     refused(lc, CreateTask(task_id="bad id", title="x"), "TASK_INVALID_ARGUMENT")
     refused(lc, CreateTask(title="x", channel="no/slash"), "TASK_INVALID_ARGUMENT")
+    # a task's channel follows the chat channel rule: one nobody could post to or create is refused
+    refused(lc, CreateTask(title="x", channel="Work"), "TASK_INVALID_ARGUMENT")
+    refused(lc, CreateTask(title="x", channel="v1.2"), "TASK_INVALID_ARGUMENT")
+    assert ok(lc, CreateTask(title="hash", channel="#ops")).task.channel == "ops"
     refused(lc, CreateTask(title="   "), "TASK_INVALID_ARGUMENT")
     refused(lc, CreateTask(title="two\nlines"), "TASK_INVALID_ARGUMENT")
     refused(lc, CreateTask(title="x", owner="bad owner"), "TASK_INVALID_ARGUMENT")

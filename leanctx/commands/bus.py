@@ -8,7 +8,9 @@ causation. A refusal (``LeanCtxError``) rolls everything back and is itself reco
 ``tool.called`` event with the error code, then re-raised.
 
 With an ``idempotency_key`` a retried dispatch appends nothing and returns the original
-result (kept in the ``tool.called`` record).
+result (kept in the ``tool.called`` record, which carries the key). A key stands for one
+request: used again for another command, or found on an event that is no command's record (a
+plain append's key), it is refused (``IDEMPOTENCY_KEY_REUSED``), recorded like any refusal.
 """
 
 from __future__ import annotations
@@ -24,10 +26,12 @@ import msgspec
 from .. import clock
 from ..errors import InvalidInput, LeanCtxError
 from ..events import ANY, ExpectedVersion, NewEvent, SqliteEventStore, WriteTx
-from ..events.envelope import Consistency
-from ..events.kinds import Event, ToolCalled
 from ..events.codec import payload_dict
+from ..events.envelope import Consistency
+from ..events.kinds import Event, ToolCalled, kind_of
 from ..projections import Projections
+
+_CALLED = kind_of(ToolCalled)
 
 
 class Command(msgspec.Struct, kw_only=True, frozen=True):
@@ -164,7 +168,7 @@ class CommandBus:
                 if idempotency_key is not None:
                     prior = tx.find_key(idempotency_key)
                     if prior is not None:
-                        return self._replayed(prior, spec)
+                        return self._replayed(prior, spec, cmd.name)
                 self.projections.sync_in(tx)
                 ctx = CommandContext(tx, self.projections, actor, session_id, project, t_now, ts, corr)
                 value = spec.handler(ctx, cmd)
@@ -206,8 +210,17 @@ class CommandBus:
                                  project, corr, causation_id, ts, calls_stream)
             raise
 
-    def _replayed(self, prior: Any, spec: HandlerSpec) -> DispatchResult:
-        data = payload_dict(prior.payload)
+    def _replayed(self, prior: Any, spec: HandlerSpec, name: str) -> DispatchResult:
+        data = payload_dict(prior.payload) if prior.kind == _CALLED else {}
+        first = data.get("command")
+        if first != name:
+            what = f"a {first} request" if isinstance(first, str) else f"a {prior.kind} event, which no command put there"
+            raise InvalidInput(
+                "IDEMPOTENCY_KEY_REUSED",
+                f"this idempotency key already stands for {what}; a key answers one request only:"
+                f" send {name} with a new key",
+                first_command=first if isinstance(first, str) else None, position=prior.position,
+            )
         n = data.get("events", 0)
         positions = [e.position for e in self.store.read_all(prior.position, limit=n)] if n else []
         result = data.get("result")

@@ -8,7 +8,9 @@ JSON-RPC 2.0 requests:
   acceptance criteria) in channel ``metadata.channel`` (default ``a2a``), delegated to
   ``metadata.to_agent`` if given. With ``metadata.claim: true`` the sender also claims it
   (``metadata.lease_seconds``). Sending to an existing task only claims it when asked, else
-  answers its state.
+  answers its state. ``metadata`` holds lean-ctx's options only: a key it does not know (a
+  misspelt ``chanel``) is refused (-32602 naming it and the accepted ones), not dropped. A2A's
+  own fields elsewhere in ``params`` are accepted and ignored when lean-ctx has no use for them.
 - ``tasks/get`` ``{id, metadata?: {channel}}``: the task.
 - ``tasks/cancel`` ``{id, metadata?: {channel}}``: its status becomes ``cancelled``.
 
@@ -34,7 +36,7 @@ from ... import __version__
 from ...commands.tasks import ClaimTask, CreateTask, UpdateTask
 from ...errors import InvalidInput, LeanCtxError, NotFound
 from ...projections.tasks import TaskView, get_task
-from .bodies import _is_json, decode_json, raw_body
+from .bodies import _is_json, check_fields, decode_json, raw_body
 from .responses import JSON, HttpError
 from .routes import SERVER, RouteSpec
 from .security import agent_of, require_agent
@@ -69,8 +71,8 @@ class Message(msgspec.Struct, kw_only=True):
     parts: list[Part]
 
 
-class Options(msgspec.Struct, kw_only=True):
-    """lean-ctx options in ``params.metadata``."""
+class Options(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """lean-ctx options in ``params.metadata`` (an unknown one is refused)."""
 
     channel: str = A2A_CHANNEL
     to_agent: str | None = None
@@ -103,7 +105,12 @@ def _params(raw: dict[str, Any], type_: type) -> Any:
 
 
 def _options(metadata: dict[str, Any] | None) -> Options:
-    return _params(metadata or {}, Options)
+    raw = metadata or {}
+    try:
+        check_fields(raw, Options, "metadata")
+    except InvalidInput as err:
+        raise RpcError(INVALID_PARAMS, f"Invalid params: {err.message}", err.to_dict()) from None
+    return _params(raw, Options)
 
 
 def a2a_task(view: TaskView, session_id: str | None = None) -> dict[str, Any]:

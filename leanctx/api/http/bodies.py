@@ -2,12 +2,18 @@
 with a stable code (never a 500).
 
 - A body must be sent as ``application/json`` (``415 HTTP_UNSUPPORTED_MEDIA_TYPE``): a browser
-  cannot send that cross-origin without a CORS preflight, which this server never grants.
+  cannot send that cross-origin without a CORS preflight, which this server never grants. An
+  empty body passes without a ``Content-Type`` or with a JSON one, and is refused (415) with any
+  other: ``text/plain``, form and multipart are what a browser's preflight-free "simple request"
+  carries, and no JSON client sends them. A bodiless request without a type (``curl -X POST``,
+  the dashboard) stays accepted: a browser sending that cross-origin also sends ``Origin``,
+  which the security middleware refuses.
 - At most ``max_body_bytes`` (``413 HTTP_BODY_TOO_LARGE``); malformed JSON is
-  ``400 HTTP_INVALID_JSON``; anything but an object where an object is expected, or a field of the
-  wrong type, is ``422 INVALID_INPUT`` (the message names the field). The context routes
-  (``/v1/context/*``, :mod:`.context`) answer ``422 INVALID_ARGUMENT`` instead, unknown fields
-  included, like ``/v1/tools`` and MCP for the same tools.
+  ``400 HTTP_INVALID_JSON``; anything but an object where an object is expected, a field of the
+  wrong type, or a field the body does not have (a misspelt ``chanel`` would otherwise be
+  dropped and the default used) is ``422 INVALID_INPUT`` (the message names the field, and the
+  accepted ones when it is unknown). The context routes (``/v1/context/*``, :mod:`.context`)
+  answer ``422 INVALID_ARGUMENT`` instead, like ``/v1/tools`` and MCP for the same tools.
 """
 
 from __future__ import annotations
@@ -91,17 +97,24 @@ def _check_values(value: Any) -> None:
 async def json_body(request: Request, max_bytes: int, *, allow_empty: bool = True) -> dict[str, Any]:
     """The request's JSON object (``{}`` for an empty body when ``allow_empty``)."""
     data = await raw_body(request, max_bytes)
+    content_type = request.headers.get("content-type")
     if not data.strip():
+        if content_type and content_type.strip() and not _is_json(content_type):
+            raise _unsupported()
         if allow_empty:
             return {}
         raise InvalidInput("INVALID_INPUT", "the request needs a JSON object body")
-    if not _is_json(request.headers.get("content-type")):
-        raise HttpError(415, "HTTP_UNSUPPORTED_MEDIA_TYPE",
-                        "send the body as JSON with the header `Content-Type: application/json`")
+    if not _is_json(content_type):
+        raise _unsupported()
     value = decode_json(data)
     if not isinstance(value, dict):
         raise InvalidInput("INVALID_INPUT", f"the body must be a JSON object, not {_json_type(value)}")
     return value
+
+
+def _unsupported() -> HttpError:
+    return HttpError(415, "HTTP_UNSUPPORTED_MEDIA_TYPE",
+                     "send the body as JSON with the header `Content-Type: application/json`")
 
 
 def _json_type(value: Any) -> str:
@@ -110,14 +123,32 @@ def _json_type(value: Any) -> str:
 
 
 def convert(body: dict[str, Any], type_: type[T], *, what: str | None = None) -> T:
-    """``body`` as a ``type_`` Struct; a missing or mistyped field is ``422 INVALID_INPUT``."""
+    """``body`` as a ``type_`` Struct; a missing, mistyped or unknown field is ``422 INVALID_INPUT``."""
+    name = what or getattr(type_, "name", None) or type_.__name__
+    check_fields(body, type_, name)
     try:
         return msgspec.convert(body, type_)
     except msgspec.ValidationError as exc:
-        name = what or getattr(type_, "name", None) or type_.__name__
         raise InvalidInput("INVALID_INPUT", f"{name}: {exc}") from None
     except (RecursionError, OverflowError, ValueError, TypeError) as exc:
         raise InvalidInput("INVALID_INPUT", f"the body cannot be read as {type_.__name__}: {exc}") from None
+
+
+def accepted_fields(type_: type) -> list[str]:
+    """The field names a ``type_`` Struct reads from a JSON object."""
+    return [f.encode_name for f in msgspec.structs.fields(type_)]
+
+
+def check_fields(body: dict[str, Any], type_: type, what: str) -> None:
+    """Refuse a key of ``body`` that ``type_`` does not have (``INVALID_INPUT``, naming it and
+    the accepted ones), which ``msgspec.convert`` would drop. The bodies served are flat; a
+    nested Struct refuses its own unknown keys only if it sets ``forbid_unknown_fields``."""
+    accepted = accepted_fields(type_)
+    unknown = [k for k in body if k not in accepted]
+    if unknown:
+        names = ", ".join(repr(k[:60]) for k in unknown[:5])
+        raise InvalidInput("INVALID_INPUT", f"{what}: unknown field{'s' if len(unknown) > 1 else ''} {names};"
+                                            f" the accepted fields are {', '.join(accepted) or 'none'}")
 
 
 # --- query parameters ---------------------------------------------------------------------

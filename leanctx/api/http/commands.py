@@ -1,11 +1,12 @@
 """Coordination commands over HTTP: one route per action, each a ``Command`` of the bus.
 
-``POST /v1/<family>/<action>`` takes the command's fields as a JSON object and dispatches it as
-the agent its ``X-Agent-Token`` proves, in the server's project. The answer is
+``POST /v1/<family>/<action>`` takes the command's fields as a JSON object (a field the command
+does not have is refused, ``422 INVALID_INPUT``, not dropped) and dispatches it as the agent its
+``X-Agent-Token`` proves, in the server's project. The answer is
 ``{"result": ..., "correlation_id", "call_position", "positions", "duplicate"}``; a refusal is
 the command's stable code with its status (409 refused, 422 invalid, 404 not found).
 ``Idempotency-Key`` makes a retry return the first answer and append nothing (keys are scoped
-to the agent). Read routes (``GET``) answer from the projections.
+to the agent; one used for another command is ``422 IDEMPOTENCY_KEY_REUSED``). Read routes (``GET``) answer from the projections.
 
 Budget changes (set / raise / reset) are not served: with only agent tokens, an agent could
 raise its own budget. They stay on the CLI of the machine that owns the log.

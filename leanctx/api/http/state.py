@@ -56,7 +56,8 @@ class ServerState:
         ``Idempotency-Key`` is scoped to the actor (one agent's key never answers another's
         request) and refused without one (``HTTP_IDEMPOTENCY_KEY_NEEDS_AGENT``: an anonymous
         retry could otherwise fetch someone else's answer). ``step`` tells apart the several
-        dispatches one request makes (A2A send = create + claim)."""
+        dispatches one request makes (A2A send = create + claim). A key stands for one command:
+        reused for another, the bus refuses it (``422 IDEMPOTENCY_KEY_REUSED``)."""
         key = request.headers.get("idempotency-key")
         if key is not None:
             if not _KEY.match(key):

@@ -8,13 +8,16 @@ causation. A refusal (``LeanCtxError``) rolls everything back and is itself reco
 ``tool.called`` event with the error code, then re-raised.
 
 With an ``idempotency_key`` a retried dispatch appends nothing and returns the original
-result (kept in the ``tool.called`` record, which carries the key). A key stands for one
-request: used again for another command, or found on an event that is no command's record (a
-plain append's key), it is refused (``IDEMPOTENCY_KEY_REUSED``), recorded like any refusal.
+result (kept in the ``tool.called`` record, which carries the key and the digest of the
+command: ``request``). A key stands for one request: used again for another command or the
+same command with other fields, or found on an event that is no command's record (a plain
+append's key), it is refused (``IDEMPOTENCY_KEY_REUSED``), recorded like any refusal. (Records
+written before ``request`` existed bind their key to the command's name only.)
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
 import uuid
 from collections.abc import Callable
@@ -135,6 +138,12 @@ def _validate(command: Command | dict[str, Any], command_type: type[Command] | N
         raise InvalidInput("INVALID_INPUT", f"{command_type.name}: {exc}") from None
 
 
+def request_digest(cmd: Command) -> str:
+    """What an idempotency key is bound to: the command's name and its fields, as a sha256
+    (the fields' texts never reach the log)."""
+    return hashlib.sha256(cmd.name.encode() + b"\0" + msgspec.json.encode(cmd)).hexdigest()
+
+
 class CommandBus:
     def __init__(self, store: SqliteEventStore, projections: Projections) -> None:
         self.store = store
@@ -168,7 +177,7 @@ class CommandBus:
                 if idempotency_key is not None:
                     prior = tx.find_key(idempotency_key)
                     if prior is not None:
-                        return self._replayed(prior, spec, cmd.name)
+                        return self._replayed(prior, spec, cmd)
                 self.projections.sync_in(tx)
                 ctx = CommandContext(tx, self.projections, actor, session_id, project, t_now, ts, corr)
                 value = spec.handler(ctx, cmd)
@@ -182,6 +191,7 @@ class CommandBus:
                     session_id=session_id,
                     events=len(ctx.pending),
                     result=msgspec.json.encode(value).decode() if idempotency_key is not None else None,
+                    request=request_digest(cmd) if idempotency_key is not None else None,
                 )
                 call = tx.append(
                     calls_stream,
@@ -210,9 +220,16 @@ class CommandBus:
                                  project, corr, causation_id, ts, calls_stream)
             raise
 
-    def _replayed(self, prior: Any, spec: HandlerSpec, name: str) -> DispatchResult:
+    def _replayed(self, prior: Any, spec: HandlerSpec, cmd: Command) -> DispatchResult:
         data = payload_dict(prior.payload) if prior.kind == _CALLED else {}
-        first = data.get("command")
+        first, name = data.get("command"), cmd.name
+        if first == name and data.get("request") not in (None, request_digest(cmd)):
+            raise InvalidInput(
+                "IDEMPOTENCY_KEY_REUSED",
+                f"this idempotency key already stands for a {name} request with other fields; a key answers"
+                f" one request only: retry with the same fields, or send these with a new key",
+                first_command=first, position=prior.position,
+            )
         if first != name:
             what = f"a {first} request" if isinstance(first, str) else f"a {prior.kind} event, which no command put there"
             raise InvalidInput(

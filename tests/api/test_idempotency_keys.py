@@ -1,5 +1,5 @@
 """An idempotency key stands for one request: a retry of that request gets the first answer and
-appends nothing; the same key on another command is refused (``422 IDEMPOTENCY_KEY_REUSED``,
+appends nothing; the same key on another command, or with other fields, is refused (``422 IDEMPOTENCY_KEY_REUSED``,
 recorded like any refusal), never a 500 or a reset connection. Through the bus and over HTTP."""
 
 from __future__ import annotations
@@ -87,8 +87,6 @@ def test_a2a_steps_keep_their_keys_apart(make_server) -> None:  # noqa: F811
     assert r.status_code == 200, r.text
 
 
-@pytest.mark.xfail(strict=True, reason="binding a key to its body needs the body's digest in the tool.called "
-                                       "record (a ToolCalled field, leanctx/events/kinds/tool.py)")
 def test_http_key_reused_with_another_body_is_refused(make_server) -> None:  # noqa: F811
     server = make_server()
     api = Api(server)
@@ -97,3 +95,16 @@ def test_http_key_reused_with_another_body_is_refused(make_server) -> None:  # n
     assert api.client.post("/v1/tasks/create", json={"title": "one"}, headers=k2).status_code == 200
     r = api.client.post("/v1/tasks/create", json={"title": "two"}, headers=k2)
     assert r.status_code == 422 and r.json()["error"]["code"] == "IDEMPOTENCY_KEY_REUSED", r.text
+    assert server.state.lc.store.read_last(10, TopicFilter(kinds=("task.created",)))[0].data().title == "one"
+    # the same fields in another order, defaults spelt out: the same request
+    same = api.client.post("/v1/tasks/create", json={"channel": "general", "title": "one"}, headers=k2)
+    assert same.status_code == 200 and same.json()["duplicate"] is True, same.text
+
+
+def test_the_bus_binds_a_key_to_the_commands_fields(app: LeanCtx) -> None:
+    first = app.bus.dispatch(RegisterAgent(agent_type="cursor", project_root="/p"), now=T0, idempotency_key="k")
+    with pytest.raises(InvalidInput) as e:
+        app.bus.dispatch(RegisterAgent(agent_type="claude", project_root="/p"), now=T0, idempotency_key="k")
+    assert e.value.code == "IDEMPOTENCY_KEY_REUSED" and "other fields" in e.value.message
+    again = app.bus.dispatch(RegisterAgent(agent_type="cursor", project_root="/p"), now=T0, idempotency_key="k")
+    assert again.duplicate and again.value == first.value

@@ -19,3 +19,4 @@ class ToolCalled(Event, tag="tool.called"):
     session_id: str | None = None
     events: int = 0
     result: str | None = None  # JSON of the command's result, kept when dispatched with an idempotency key
+    request: str | None = None  # sha256 of the command (name and fields), kept with an idempotency key

@@ -5,7 +5,8 @@ transaction brings the strong projections current, runs the handler (read projec
 decide → ``ctx.emit``), and appends a ``tool.called`` record followed by the events the
 handler emitted; those carry the record's correlation id and name its position as their
 causation. A refusal (``LeanCtxError``) rolls everything back and is itself recorded as a
-``tool.called`` event with the error code, then re-raised.
+``tool.called`` event with the error code, then re-raised — except a failure of the log itself
+(``STORE_*``: busy, closed), whose record would wait on the same lock for another busy timeout.
 
 With an ``idempotency_key`` a retried dispatch appends nothing and returns the original
 result (kept in the ``tool.called`` record, which carries the key and the digest of the
@@ -212,6 +213,8 @@ class CommandBus:
                     positions.extend(res.positions)
                 return DispatchResult(value, corr, call_pos, positions)
         except LeanCtxError as exc:
+            if exc.code.startswith("STORE_"):  # the log itself failed (busy, closed): a record would wait on it again
+                raise
             self._record_failure(name, exc.code, exc.message, t0, actor, session_id, project, corr,
                                  causation_id, ts, calls_stream)
             raise

@@ -311,3 +311,26 @@ def test_decisions_are_linearizable_across_connections(db: Path) -> None:
     finally:
         for a in apps:
             a.close()
+
+
+def test_a_locked_log_fails_once_after_its_timeout_not_twice(tmp_path: Path) -> None:
+    """A command refused because another writer holds the log (STORE_BUSY) is not recorded: its
+    failure record would wait the whole busy timeout again on the same lock."""
+    import time
+
+    import apsw
+
+    path = tmp_path / "locked.db"
+    with LeanCtx(path, busy_timeout_ms=1000) as lc:
+        other = apsw.Connection(str(path))
+        other.execute("BEGIN EXCLUSIVE")
+        try:
+            t = time.perf_counter()
+            with pytest.raises(Exception) as e:
+                lc.bus.dispatch(RegisterAgent(agent_type="claude", role="dev"), actor="a", project=str(tmp_path))
+            elapsed = time.perf_counter() - t
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        assert getattr(e.value, "code", None) == "STORE_BUSY"
+        assert elapsed < 1.8, elapsed  # one busy timeout (1 s), not two

@@ -10,7 +10,8 @@ Layout under the data dir (``leanctx.config.data_dir()``)::
 An agent's key is created when the agent registers (``ensure_key``, called by the
 ``agent.register`` command: see ``leanctx.commands.agents``), and any key on first use
 (``load_signing_key(key_id)`` / ``public_key(key_id)``): an actor that never registered gets
-one at its first signature. An existing key is never replaced. Creation is atomic across
+one at its first signature. Looking a key up (``info``, what ``lean-ctx keys show|export-pub ID``
+use) creates nothing: an id that is neither held nor trusted is ``KEY_NOT_FOUND``. An existing key is never replaced. Creation is atomic across
 processes: the seed is written to a temporary file (0600) and hard-linked into place, so a
 ``.key`` file is either absent or complete. The project key's id is ``project-<project slug>``
 (``project_key_id()``); an agent's key id is its agent id (so every valid agent id, ``:``
@@ -324,6 +325,16 @@ def trust(text: str, source: str = "public key", base: Path | None = None) -> Ke
     return KeyInfo(key_id, fingerprint(pub), b64(pub), False, True, str(path))
 
 
-def info(key_id: str, *, create: bool = True, base: Path | None = None) -> KeyInfo:
-    pub = public_key(key_id, create=create, base=base)
-    return KeyInfo(key_id, fingerprint(pub), b64(pub), True, True, str(keys_dir(base) / f"{key_id}.key"))
+def info(key_id: str, *, create: bool = False, base: Path | None = None) -> KeyInfo:
+    """The key ``key_id``: the one this data dir holds the private half of, else a trusted key of
+    that id (``private`` False), else ``KEY_NOT_FOUND``; with ``create`` a missing own key is
+    created instead (the project key on first use: never for an id someone merely typed)."""
+    d = keys_dir(base)
+    if create or (d / f"{check_id(key_id)}.key").exists():
+        pub = public_key(key_id, create=create, base=base)
+        return KeyInfo(key_id, fingerprint(pub), b64(pub), True, True, str(d / f"{key_id}.key"))
+    found = next((k for k in trusted_keys(base) if k.key_id == key_id), None)
+    if found is None:
+        raise NotFound(KEY_NOT_FOUND, f"no key {key_id!r} here (neither held in {d} nor trusted); "
+                       "`lean-ctx keys list` shows the keys there are", key_id=key_id)
+    return found

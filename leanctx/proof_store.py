@@ -23,6 +23,11 @@ write the same files and answer the same shapes.
   (``resolve_name``): ``context-proof-<N>.json`` (or ``.html`` where the page is served);
   anything else (a path, ``..``, another name) is refused with ``PROOF_INVALID_NAME``, a missing
   file is ``PROOF_NOT_FOUND``.
+- A file that is not a proof at all (not JSON, not an object, or a ``format`` other than a
+  proof's: a verification record, someone's notes) is refused with ``PROOF_NOT_A_PROOF`` before
+  anything is verified or written (``require_proof``): no ``.verify.json`` lands next to it. A
+  proof that was edited (a changed figure, a re-formatted file) is still a proof: it fails the
+  verification, and that failure is recorded.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from .errors import InvalidInput, NotFound
 PROOFS_DIR = "proofs"
 PROOF_NOT_FOUND = "PROOF_NOT_FOUND"
 PROOF_INVALID_NAME = "PROOF_INVALID_NAME"
+PROOF_NOT_A_PROOF = "PROOF_NOT_A_PROOF"
 VERIFICATION_FORMAT = "lean-ctx/context-proof-verification"
 VERIFY_SUFFIX = ".verify.json"
 _NAME = re.compile(r"^context-proof-(\d{1,19})\.(json|html)$")
@@ -258,8 +264,27 @@ def describe(path: str | os.PathLike[str]) -> ProofInfo:
 
 
 # --- verifying ---------------------------------------------------------------------------------
+def require_proof(data: bytes, label: str) -> None:
+    """Raise ``PROOF_NOT_A_PROOF`` unless ``data`` is a JSON object with a proof's ``format``."""
+    try:
+        doc = msgspec.json.decode(data)
+    except (msgspec.DecodeError, UnicodeError):
+        why = "it is not JSON"
+    else:
+        fmt = doc.get("format") if isinstance(doc, dict) else None
+        if fmt == proof.FORMAT:
+            return
+        why = ("it is not a JSON object" if not isinstance(doc, dict) else
+               "it is a verification record (what `lean-ctx proof verify` writes next to a proof)"
+               if fmt == VERIFICATION_FORMAT else f"its format is {fmt!r}, not {proof.FORMAT!r}" if fmt is not None
+               else f"it has no \"format\": {proof.FORMAT!r} field")
+    raise InvalidInput(PROOF_NOT_A_PROOF, f"{label} is not a Context Proof: {why}; nothing was verified or written. "
+                       "Give a context-proof-<N>.json file written by `lean-ctx proof`", file=label)
+
+
 def verify_and_record(lc: Any, path: str | os.PathLike[str], *, label: str | None = None) -> Recorded:
-    """Verify the proof file at ``path`` against ``lc``'s log and record the result next to it."""
+    """Verify the proof file at ``path`` against ``lc``'s log and record the result next to it
+    (``PROOF_NOT_A_PROOF``, and nothing written, for a file that is not a proof)."""
     p = Path(path)
     try:
         data = p.read_bytes()
@@ -267,6 +292,7 @@ def verify_and_record(lc: Any, path: str | os.PathLike[str], *, label: str | Non
         raise NotFound(PROOF_NOT_FOUND, f"cannot read {label or path}: no such file") from None
     except OSError as exc:
         raise InvalidInput(PROOF_NOT_FOUND, f"cannot read {label or path}: {exc.strerror}") from exc
+    require_proof(data, label or str(path))
     report = proof.verify(lc, data, file=label if label is not None else str(path))
     rec = ProofVerification(file=p.name, proof_sha256=hashlib.sha256(data).hexdigest(),
                             head_position=report.head_position, verified=report.ok, verified_at=clock.iso(),
@@ -333,8 +359,8 @@ def created_text(c: ProofCreated) -> str:
 def info_text(i: ProofInfo) -> str:
     total = "?" if i.events_total is None else f"{i.events_total:,}"
     chain = "?" if i.chain_ok is None else ("ok" if i.chain_ok else "BROKEN")
-    lines = [f"latest proof: {i.file} (head {i.head.position}, {total} events, chain {chain}), generated "
-             f"{i.generated_at or '?'}, signed by {(i.signer or {}).get('key_id', '?')}"]
+    lines = [(f"latest proof: {i.file} (head {i.head.position}, {total} events, chain {chain}), generated "
+              f"{i.generated_at or '?'}, signed by {(i.signer or {}).get('key_id', '?')}")]
     v = i.verification
     if v is None:
         lines.append("not verified since it was written")

@@ -152,14 +152,19 @@ def first_day(conn: Any, *, agent: str | None = None) -> str | None:
     return row[0] if row else None
 
 
+MAX_DAYS = 36525  # a century of days: a span beyond it is a typo, and would not fit the calendar
+
+
 def day_range(until: str, days: int) -> list[str]:
     """The ``days`` UTC days ending with ``until`` (inclusive), oldest first."""
-    if days < 1:
-        raise InvalidInput("SAVINGS_INVALID_DAYS", f"--days must be at least 1, not {days}")
+    if not 1 <= days <= MAX_DAYS:
+        raise InvalidInput("SAVINGS_INVALID_DAYS", f"--days must be between 1 and {MAX_DAYS}, not {days}")
     try:
         end = _dt.date.fromisoformat(until)
     except ValueError:
         raise InvalidInput("SAVINGS_INVALID_TIME", f"{until!r} is not a day (YYYY-MM-DD)") from None
+    if (end - _dt.date.min).days < days - 1:
+        raise InvalidInput("SAVINGS_INVALID_DAYS", f"{days} days before {until} fall before the year 1")
     return [(end - _dt.timedelta(days=i)).isoformat() for i in range(days - 1, -1, -1)]
 
 

@@ -84,6 +84,7 @@ def test_help_renders_through_the_console_script(db: Path, path: tuple[str, ...]
 
 
 def test_register_list_heartbeat_deregister(db: Path, tmp_path: Path) -> None:
+    (tmp_path / "proj").mkdir()  # a project root must exist (PROJECT_NOT_FOUND)
     proj = str(tmp_path / "proj")
     # without --id or $LEAN_CTX_AGENT_ID the agent is this shell: local-<pid of the caller>
     a = jsonl(run(db, "agent", "register", "--type", "cursor", "--role", "dev", "--project-root", proj,

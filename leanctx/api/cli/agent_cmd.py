@@ -12,9 +12,11 @@ import typer
 from ... import clock
 from ...identity import agent_identity
 from .app import state
-from .common import JSON, dispatch
+from .common import JSON, dispatch, one_of
 from .groups import agent_app
 from .render import emit_json, table, to_builtins
+
+LEDGER_AREAS = ("tool", "tokens", "read", "cache", "knowledge")  # see projections/ledger.py
 
 
 @agent_app.command("register")
@@ -37,8 +39,11 @@ def register(
     (keys/<id>.key, mode 0600, and .pub); registering again keeps it. Handoffs it signs are
     trusted by the agents of this log."""
     from ...commands.agents import RegisterAgent
+    from ...config import existing_dir
 
     st = state(ctx)
+    if project_root is not None:
+        project_root = str(existing_dir(project_root, "--project-root"))
     v = dispatch(
         st,
         RegisterAgent(
@@ -196,7 +201,7 @@ def budget(
 @agent_app.command("ledger")
 def ledger(
     ctx: typer.Context,
-    area: Optional[str] = typer.Option(None, "--area", help="Only this area: tool, tokens (read, cache, knowledge later)."),
+    area: Optional[str] = typer.Option(None, "--area", callback=one_of(*LEDGER_AREAS), help="Only this area: tool, tokens (read, cache, knowledge later)."),
     agent: Optional[str] = typer.Option(None, "--agent", hidden=True),
     json_: bool = JSON,
 ) -> None:

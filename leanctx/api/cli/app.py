@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from dataclasses import dataclass, field
@@ -48,9 +49,9 @@ class State:
         return self.json or local
 
     def project_root(self) -> str:
-        from ...config import project_root
+        from ...config import existing_dir, project_root
 
-        return str(project_root(self.project)) if self.project else str(project_root())
+        return str(project_root(existing_dir(self.project))) if self.project else str(project_root())
 
     def open(self) -> "LeanCtx":
         if self._app is None:
@@ -96,6 +97,13 @@ def _root(
 
         sys.stdout.write(f"lean-ctx {__version__}\n")
         raise typer.Exit(0)
+    if ctx.invoked_subcommand is None and not ctx.resilient_parsing:
+        # options but no verb (``lean-ctx --json``): a usage error, not a silent success
+        ctx.fail("no command given")
+    if project is not None:
+        from ...config import existing_dir
+
+        existing_dir(project)  # a typo must not open a new, empty log: PROJECT_NOT_FOUND for every verb
     ctx.obj = State(db=db, json=json_, project=project, progress=not no_progress)
     ctx.call_on_close(ctx.obj.close)
 
@@ -162,38 +170,77 @@ def _verb(args: list[str]) -> str | None:
 
 def _print_error(err: LeanCtxError, as_json: bool) -> None:
     """Print an error; user text that cannot be encoded (lone surrogates from undecodable
-    bytes) is escaped rather than allowed to crash the report."""
-    if as_json:
+    bytes) is escaped rather than allowed to crash the report. A JSON error whose stdout is
+    closed goes to stderr."""
+    from .failures import ClosedStdout
+
+    if as_json and not isinstance(sys.stdout, ClosedStdout) and sys.stdout is not None:
         import msgspec
 
         try:
             text = msgspec.json.encode({"error": err.to_dict()}).decode()
         except (UnicodeError, TypeError):
             text = msgspec.json.encode({"error": {"code": err.code, "message": repr(err.message)}}).decode()
-        sys.stdout.write(text.encode("utf-8", "backslashreplace").decode("utf-8") + "\n")
+        _write(sys.stdout, text.encode("utf-8", "backslashreplace").decode("utf-8") + "\n")
     else:
         line = f"error[{err.code}]: {err.message}\n"
-        sys.stderr.write(line.encode("utf-8", "backslashreplace").decode("utf-8"))
+        _write(sys.stderr, line.encode("utf-8", "backslashreplace").decode("utf-8"))
+
+
+def _write(stream: object, text: str) -> None:
+    try:
+        stream.write(text)  # type: ignore[attr-defined]
+        stream.flush()  # type: ignore[attr-defined]
+    except (OSError, AttributeError, ValueError):
+        pass  # nowhere left to report to
+
+
+def _fail(err: LeanCtxError, as_json: bool) -> None:
+    _print_error(err, as_json)
+    sys.exit(err.exit_code)
+
+
+def _last_resort(exc: Exception, args: list[str], as_json: bool, *, embedded: bool) -> None:
+    """An exception no verb translated, as a coded error. A real bug (``INTERNAL_ERROR``) is
+    re-raised with ``LEAN_CTX_DEBUG`` set, and when ``main`` was given its ``argv`` by a host
+    that handles failures itself (the daemon's runner resets its connections)."""
+    from .failures import unexpected
+
+    err = unexpected(exc, args)
+    if os.environ.get("LEAN_CTX_DEBUG") or (embedded and err.code == "INTERNAL_ERROR"):
+        raise exc
+    _fail(err, as_json)
 
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: runs the CLI and turns errors into stable codes and exit statuses."""
+    from .failures import (
+        ClosedStdout,
+        guard_stdout,
+        stdout_closed_error,
+        usage_error,
+    )
+
     args = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in args
+    guard_stdout()
     from .groups import VERB_MODULES
 
     command = typer.main.get_command(_load(VERB_MODULES.get(_verb(args) or "")))
     try:
         rv = command.main(args=args, prog_name="lean-ctx", standalone_mode=False)
     except LeanCtxError as err:
-        _print_error(err, as_json)
-        sys.exit(err.exit_code)
+        _fail(err, as_json)
     except (typer.Exit, _ClickExit) as e:
         sys.exit(e.exit_code)
     except ClickException as e:
         if NoArgsIsHelpError is not None and isinstance(e, NoArgsIsHelpError):
             e.show()
             sys.exit(0)
+        if as_json:
+            usage = usage_error(e)
+            usage.exit_code = e.exit_code
+            _fail(usage, True)
         e.show()
         sys.exit(e.exit_code)
     except typer.Abort:
@@ -204,4 +251,10 @@ def main(argv: list[str] | None = None) -> None:
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(0)
+    except OSError as e:
+        if e.errno == errno.EBADF and isinstance(sys.stdout, ClosedStdout):
+            _fail(stdout_closed_error(), False)
+        _last_resort(e, args, as_json, embedded=argv is not None)
+    except Exception as e:  # noqa: BLE001 - the last resort: a coded line, never a bare traceback
+        _last_resort(e, args, as_json, embedded=argv is not None)
     sys.exit(rv if isinstance(rv, int) else 0)

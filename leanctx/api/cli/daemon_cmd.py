@@ -53,8 +53,10 @@ def start(
 ) -> None:
     """Start the daemon for this data dir (does nothing if it already runs; cleans a stale socket)."""
     from ..daemon import control
+    from .failures import writable_data_dir
 
     as_json = state(ctx).want_json(json_)
+    writable_data_dir()
     res = control.start(wait=wait, foreground=foreground)
     if as_json:
         _emit(res)
@@ -104,7 +106,9 @@ def stop(
 def restart(ctx: typer.Context, json_: bool = JSON) -> None:
     """Stop the daemon if it runs, then start it (after upgrading lean-ctx)."""
     from ..daemon import control
+    from .failures import writable_data_dir
 
+    writable_data_dir()
     control.stop()
     res = control.start()
     if state(ctx).want_json(json_):

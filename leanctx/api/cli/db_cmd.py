@@ -56,6 +56,12 @@ def replay_cmd(
     """Rebuild projections from the log (in place), or --verify them against a fresh rebuild."""
     from tools.replay import replay
 
+    from .failures import output_file
+
+    if out is not None:
+        if not verify:
+            raise typer.BadParameter("it only works with --verify (it keeps the fresh database)", param_hint="--out")
+        output_file(out, "the fresh database")
     st = state(ctx)
     as_json = st.want_json(json_)
     lc = st.open()

@@ -10,7 +10,7 @@ import typer
 
 from ...events import TopicFilter
 from .app import state
-from .common import JSON
+from .common import JSON, one_of
 from .groups import events_app
 from .render import emit_json, event_json, event_line, print_events, progress_bar
 
@@ -27,7 +27,8 @@ def tail(
     ),
     channel: Optional[str] = typer.Option(None, "--channel", help="Only this channel."),
     stream: Optional[str] = typer.Option(None, "--stream", help="Only streams starting with this prefix."),
-    consistency: Optional[str] = typer.Option(None, "--consistency", help="strong or eventual."),
+    consistency: Optional[str] = typer.Option(None, "--consistency", callback=one_of("strong", "eventual"),
+                                              help="strong or eventual."),
     limit: int = typer.Option(20, "-n", "--limit", min=0, help="How many recent events without --since."),
     follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new events as they are appended."),
     timeout: Optional[float] = typer.Option(

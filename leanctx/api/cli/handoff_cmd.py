@@ -50,14 +50,21 @@ def create_cmd(
     diary_limit: int = typer.Option(50, "--diary-limit", help="Newest diary entries to include."),
     json_: bool = JSON,
 ) -> None:
-    """Bundle your session, knowledge, open tasks, file refs and diary, signed with your key."""
+    """Bundle your session, knowledge, open tasks, file refs and diary, signed with your key.
+
+    --out is checked before the handoff is recorded (missing folders are created, as ctx_handoff
+    out= does): HANDOFF_OUT_UNWRITABLE / HANDOFF_OUT_IS_A_DIRECTORY, and nothing is recorded."""
     from ...commands.handoff import CreateHandoff
     from ..tools.handoff import created_text
+    from . import out_file
 
     st = state(ctx)
+    if out:
+        out_file.prepare(out, "HANDOFF", "the handoff bundle")
     v = dispatch(st, CreateHandoff(knowledge=knowledge, diary_limit=diary_limit, message=message))
     if out:
-        Path(out).write_text(v.bundle)
+        out_file.write(out, v.bundle.encode("utf-8"), "HANDOFF", "the handoff bundle",
+                       failed_after=f" (handoff {v.handoff_id} was recorded; run `lean-ctx handoff create` again)")
     if st.want_json(json_):
         emit_json({k: getattr(v, k) for k in ("handoff_id", "sender", "session_id", "fingerprint", "digest", "counts")}
                   | {"out": out} | ({} if out else {"bundle": v.bundle}))
@@ -161,10 +168,14 @@ def seal_cmd(
     out: str | None = typer.Option(None, "--out", "-o", help="Write the envelope here (default: stdout)."),
     kind: str | None = typer.Option(None, "--kind", help="handoff | context (default: detected)."),
 ) -> None:
-    """Wrap a file in a TransportEnvelopeV1 (HMAC-SHA256 with the secret), without sending it."""
+    """Wrap a file in a TransportEnvelopeV1 (HMAC-SHA256 with the secret), without sending it.
+
+    -o that cannot be written: PACK_OUT_UNWRITABLE / PACK_OUT_IS_A_DIRECTORY."""
+    from . import out_file
+
     data = _seal(file, secret, kind)
     if out:
-        Path(out).write_bytes(data)
+        out_file.write(out, data, "PACK", "the envelope")
     else:
         sys.stdout.write(data.decode())
 
@@ -237,8 +248,10 @@ def receive_cmd(
     payload = hb.encode(e.payload) if isinstance(e.payload, dict) else None
     if out:
         from ... import keys
+        from . import out_file
 
-        Path(out).write_bytes(payload if payload is not None else keys.canonical(e.payload) + b"\n")
+        out_file.write(out, payload if payload is not None else keys.canonical(e.payload) + b"\n", "PACK",
+                       "the payload")
     st = state(ctx)
     if e.payload_kind != "handoff":
         if apply:

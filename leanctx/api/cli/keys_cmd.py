@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -12,13 +12,21 @@ from .app import state
 from .common import JSON
 from .render import emit_json, table
 
+if TYPE_CHECKING:
+    from ...keys import KeyInfo
+
 keys_app = typer.Typer(help="Ed25519 keys: the project key, agent keys, the trust store.", no_args_is_help=True)
 
 
-def _default_id(ctx: typer.Context, key_id: Optional[str]) -> str:
+def _key(ctx: typer.Context, key_id: str | None) -> KeyInfo:
+    """The key ``key_id`` (default: this project's). Only the project key is created on first
+    use; any other id that is neither held here nor trusted is ``KEY_NOT_FOUND`` (agents' keys are
+    made when they register)."""
     from ... import keys
 
-    return key_id or keys.project_key_id(state(ctx).project_root())
+    project = keys.project_key_id(state(ctx).project_root())
+    kid = key_id or project
+    return keys.info(kid, create=kid == project)
 
 
 @keys_app.command("list")
@@ -38,13 +46,11 @@ def list_cmd(ctx: typer.Context, json_: bool = JSON) -> None:
 @keys_app.command("show")
 def show_cmd(
     ctx: typer.Context,
-    key_id: Optional[str] = typer.Argument(None, help="Key id (default: this project's key, created on first use)."),
+    key_id: str | None = typer.Argument(None, help="Key id (default: this project's key, created on first use)."),
     json_: bool = JSON,
 ) -> None:
-    """One key: id, fingerprint, public key, file."""
-    from ... import keys
-
-    k = keys.info(_default_id(ctx, key_id))
+    """One key: id, fingerprint, public key, file (a key held here, or a trusted one)."""
+    k = _key(ctx, key_id)
     if state(ctx).want_json(json_):
         emit_json(k)
         return
@@ -76,16 +82,19 @@ def trust_cmd(
 @keys_app.command("export-pub")
 def export_pub_cmd(
     ctx: typer.Context,
-    key_id: Optional[str] = typer.Argument(None, help="Key id (default: this project's key)."),
-    out: Optional[str] = typer.Option(None, "--out", help="Write to this file instead of stdout."),
+    key_id: str | None = typer.Argument(None, help="Key id (default: this project's key)."),
+    out: str | None = typer.Option(None, "--out", help="Write to this file instead of stdout."),
 ) -> None:
-    """Print (or write) a key's public half, for another machine's `keys trust`."""
-    from ... import keys
+    """Print (or write) a key's public half, for another machine's `keys trust`.
 
-    kid = _default_id(ctx, key_id)
-    line = keys.pub_line(keys.public_key(kid), kid)
+    --out that cannot be written: KEY_OUT_UNWRITABLE / KEY_OUT_IS_A_DIRECTORY."""
+    from ... import keys
+    from . import out_file
+
+    k = _key(ctx, key_id)
+    line = keys.pub_line(keys.unb64(k.public_key), k.key_id)
     if out:
-        Path(out).write_text(line)
+        out_file.write(out, line.encode("ascii"), "KEY", "the public key")
     else:
         sys.stdout.write(line)
 

@@ -171,8 +171,11 @@ def export(
     """Every fact as JSON lines."""
     from ...commands.knowledge import check_category, export_jsonl
     from ...projections.knowledge import list_entries
+    from .failures import output_file
 
     st = state(ctx)
+    if out is not None:
+        output_file(out, "the knowledge export")
     cat = check_category(category) if category is not None else None
     text = export_jsonl(list_entries(st.open().projections.reader("knowledge"), category=cat))
     if out is None:

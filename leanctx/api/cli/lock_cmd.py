@@ -28,8 +28,16 @@ _WS = typer.Option(None, "--workspace", help="Workspace directory the paths are 
 _LEASE = typer.Option(900.0, "--lease-seconds", "--lease", "--ttl", help="Lease length in seconds (positive, finite).")
 
 
-def _workspace(st: State, workspace: str | None) -> str:
-    return str(Path(workspace).expanduser().resolve()) if workspace else st.project_root()
+def _workspace(st: State, workspace: str | None, *, must_exist: bool = True) -> str:
+    """The workspace: ``--workspace`` (an existing directory: ``PROJECT_NOT_FOUND`` otherwise,
+    except for ``unlock``/``recover``, which may clean up after a removed one), else the project."""
+    if not workspace:
+        return st.project_root()
+    if must_exist:
+        from ...config import existing_dir
+
+        return str(existing_dir(workspace, "--workspace"))
+    return str(Path(workspace).expanduser().resolve())
 
 
 def _me(as_: str | None) -> str:
@@ -115,7 +123,7 @@ def unlock(
     from ...commands.locks import UnlockPaths
 
     st = state(ctx)
-    v = dispatch(st, UnlockPaths(paths=paths, workspace=_workspace(st, workspace)), actor=as_)
+    v = dispatch(st, UnlockPaths(paths=paths, workspace=_workspace(st, workspace, must_exist=False)), actor=as_)
     if st.want_json(json_):
         emit_json(v)
     else:

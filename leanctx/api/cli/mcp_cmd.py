@@ -14,7 +14,7 @@ def mcp_cmd(
     ctx: typer.Context,
     http: bool = typer.Option(False, "--http", help="Serve streamable HTTP MCP at /mcp instead of stdio."),
     host: str = typer.Option("127.0.0.1", "--host", help="With --http: the loopback address to bind."),
-    port: int = typer.Option(3345, "--port", help="With --http: the port to listen on."),
+    port: int = typer.Option(3345, "--port", min=0, max=65535, help="With --http: the port to listen on."),
     tools: bool = typer.Option(False, "--tools", help="Print the tool registry (category, tokens) and exit."),
     structured: bool = typer.Option(
         False, "--structured",

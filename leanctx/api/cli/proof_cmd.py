@@ -31,8 +31,11 @@ def proof_cmd(
     if ctx.invoked_subcommand is not None:
         return
     from ... import proof_store
+    from .failures import output_dir
 
     st = state(ctx)
+    if out:
+        output_dir(out, "the proof directory")
     c = proof_store.create(st.open(), st.project_root(), out or None)
     if st.want_json(json_):
         emit_json({"json": c.path, "html": c.html_path, "head": {"position": c.head.position, "hash": c.head.hash},
@@ -52,7 +55,8 @@ def verify_cmd(
     """Check the signature (trusted keys only) and re-derive every figure from the log; exit 1 on any difference.
 
     The result is recorded next to the file as <name>.verify.json (what `GET /v1/proof/latest` and
-    `ctx_proof latest` show without replaying again)."""
+    `ctx_proof latest` show without replaying again). A file that is not a proof is refused
+    (PROOF_NOT_A_PROOF, exit 2) and nothing is written."""
     from ... import proof, proof_store
     from ...app import LeanCtx
     from ...errors import InvalidInput
@@ -68,6 +72,7 @@ def verify_cmd(
             data = path.read_bytes()
         except OSError as exc:
             raise InvalidInput(proof_store.PROOF_NOT_FOUND, f"cannot read {file}: {exc.strerror}") from exc
+        proof_store.require_proof(data, file)  # not a proof: refused before anything is opened or written
         # the log: --db / $LEAN_CTX_DB when given, else the proof's own db when it exists, else the project's
         lc = None
         if not st.db:

@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 
 from .app import State, state
-from .common import JSON, dispatch
+from .common import JSON, dispatch, finite_at_least
 from .groups import agent_app
 from .render import emit_json, table, to_builtins
 
@@ -91,7 +91,7 @@ def deposit(
 def sync_(
     ctx: typer.Context,
     kind: Optional[list[str]] = typer.Option(None, "--kind", "-k", help="Only these kinds (repeatable)."),
-    floor: float = typer.Option(0.05, "--floor", help="Hide marks whose current intensity is below this."),
+    floor: float = typer.Option(0.05, "--floor", callback=finite_at_least(0.0), help="Hide marks whose current intensity is below this."),
     any_project: bool = typer.Option(False, "--any-project", help="Every project in this log, not only this one."),
     json_: bool = JSON,
 ) -> None:

@@ -61,7 +61,7 @@ def _run(config: Any, log_level: str, what: str, on_ready: Optional[Callable[[in
 def serve_cmd(
     ctx: typer.Context,
     host: str = HOST,
-    port: int = typer.Option(3344, "--port", help="Port to bind (0: any free port)."),
+    port: int = typer.Option(3344, "--port", min=0, max=65535, help="Port to bind (0: any free port)."),
     token: Optional[str] = TOKEN,
     allow_host: List[str] = ALLOW_HOST,
     rate_limit: Optional[float] = RATE,
@@ -78,7 +78,7 @@ def serve_cmd(
 def dashboard_cmd(
     ctx: typer.Context,
     host: str = HOST,
-    port: int = typer.Option(3344, "--port", help="Port to bind (0: any free port)."),
+    port: int = typer.Option(3344, "--port", min=0, max=65535, help="Port to bind (0: any free port)."),
     open_: bool = typer.Option(False, "--open", help="Open the dashboard in the default browser once it is up."),
     token: Optional[str] = TOKEN,
     allow_host: List[str] = ALLOW_HOST,

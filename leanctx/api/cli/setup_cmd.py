@@ -189,7 +189,9 @@ def setup_cmd(
     agent = agent.strip().lower()
     if agent not in AGENTS:
         raise InvalidInput("SETUP_UNKNOWN_AGENT", f"unknown client {agent!r}; use one of {', '.join(AGENTS)}")
-    root = Path(project).expanduser().resolve() if project else Path(st.project_root())
+    from ...config import existing_dir
+
+    root = existing_dir(project, "--project") if project else Path(st.project_root())
     res = write_config(agent, root, dry_run=print_)
     if st.want_json(json_):
         from .render import emit_json

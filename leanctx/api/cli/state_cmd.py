@@ -12,8 +12,23 @@ from .common import JSON
 from .groups import chat_app
 from .render import emit_json, table, to_builtins
 
+
+def _check_at(value: str | None) -> str | None:
+    """Refuse an ``--at`` that is not 'head', 'now' or an ISO timestamp (a usage error)."""
+    if value in (None, "head", "now"):
+        return value
+    from datetime import datetime
+
+    try:
+        datetime.fromisoformat(value)  # 3.11 reads a trailing Z
+    except ValueError:
+        raise typer.BadParameter(
+            f"{value!r} is not 'head', 'now' or an ISO timestamp like 2025-01-31T12:00:00Z") from None
+    return value
+
+
 AT = typer.Option(
-    None, "--at", help="Evaluate at: 'head' (default: the last event's time, so the same log prints the same "
+    None, "--at", callback=_check_at, help="Evaluate at: 'head' (default: the last event's time, so the same log prints the same "
     "bytes), 'now', or an ISO timestamp."
 )
 

@@ -22,6 +22,7 @@ from typing import Any
 import msgspec
 
 from . import clock
+from .errors import InvalidInput
 from .projections.agents import find_agent, list_agents
 from .projections.channels import adapter_states, channel_info, last_messages
 from .projections.locks import active_locks
@@ -98,7 +99,11 @@ def evaluation_time(store: Any, at: str | None) -> tuple[float, int]:
         return clock.now(), head
     from datetime import datetime
 
-    return datetime.fromisoformat(at.replace("Z", "+00:00")).timestamp(), head
+    try:
+        return datetime.fromisoformat(at.replace("Z", "+00:00")).timestamp(), head
+    except ValueError:
+        raise InvalidInput("CHAT_STATE_INVALID_AT", f"at={at!r} is not a time: give head, now or an ISO timestamp "
+                           "(2026-12-01T08:00:00Z)") from None
 
 
 def _tasks_only(conn: Any, channel: str) -> bool:

@@ -177,3 +177,25 @@ def test_out_of_range_options_are_usage_errors(args: tuple[str, ...], project: P
     assert p.returncode == 2 and "Traceback" not in p.stderr, (p.stdout, p.stderr)
     assert not (project / "fresh.db").exists()
     json_refused(run("--json", *args, cwd=project), "CLI_USAGE")
+
+
+def test_pack_send_refuses_a_target_that_is_not_a_url(project: Path) -> None:
+    (project / "h.json").write_text("{}\n")
+    p = run("--project", str(project), "pack", "send", str(project / "h.json"), "--target", "notaurl",
+            "--secret", "s", cwd=project)
+    refused(p, "PACK_INVALID_TARGET")
+
+
+def test_state_at_a_bad_time_is_a_coded_error_on_every_surface(tmp_path: Path) -> None:
+    from leanctx.app import LeanCtx
+    from leanctx.channel_state import evaluation_time
+    from leanctx.errors import InvalidInput
+
+    with LeanCtx(tmp_path / "e.db") as lc, pytest.raises(InvalidInput) as e:
+        evaluation_time(lc.store, "yesterday")
+    assert e.value.code == "CHAT_STATE_INVALID_AT"
+
+
+def test_chat_export_into_a_file_is_a_coded_error(blocker: Path, project: Path) -> None:
+    p = run("--project", str(project), "chat", "export", "general", str(blocker), cwd=project)
+    refused(p, "OUTPUT_UNWRITABLE")

@@ -263,6 +263,9 @@ def export(
     name = check_channel(channel)
     info(lc, name, None)  # CHAT_CHANNEL_NOT_FOUND for an unknown channel
     who = identity(lc, _who(as_))
+    from .failures import output_dir
+
+    output_dir(directory, "the export directory")
     res = export_channel(lc.store.read_connection(), name, directory, reader=who)
     if st.want_json(json_):
         from .render import emit_json

@@ -201,6 +201,13 @@ def send_cmd(
     from ...errors import CommandError
 
     data = _seal(file, secret, kind)
+    from urllib.parse import urlsplit
+
+    if urlsplit(target).scheme not in ("http", "https") or not urlsplit(target).netloc:
+        from ...errors import InvalidInput
+
+        raise InvalidInput("PACK_INVALID_TARGET", f"--target {target!r} is not an http(s) URL of a lean-ctx serve "
+                           "(e.g. http://127.0.0.1:3344)")
     url = target.rstrip("/") + "/v1/a2a/handoff" + ("?apply=1" if apply else "")
     headers = {"Content-Type": "application/json"}
     if token:

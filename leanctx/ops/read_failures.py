@@ -10,7 +10,7 @@ reported under, as a single-path refusal carries it), so every surface (CLI text
 MCP, HTTP) shows it without knowing about it. Nothing is recorded for a failed path.
 
 When **every** path failed there is no answer to give: the call raises, like a single-path
-read does (and so the CLI exits non-zero only then, with status 2). One failure (or several
+read does. (The CLI exits 2 in both cases: when some paths failed, after printing every answer.) One failure (or several
 with the same code and message, e.g. an option every file refuses) is raised as it is; several
 with one code are raised with that code and a message listing each; mixed codes are raised as
 ``READ_ALL_FAILED``. Either way ``details["errors"]`` lists each path's code and message.

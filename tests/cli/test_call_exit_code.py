@@ -73,10 +73,10 @@ def test_refusals_still_exit_2_with_the_error_envelope(tmp_path: Path) -> None:
     assert p.returncode == 2 and "error[READ_NOT_FOUND]" in p.stderr
 
 
-def test_a_partly_failed_multi_read_exits_0_as_lean_ctx_read_does(tmp_path: Path) -> None:
+def test_a_partly_failed_multi_read_exits_2_as_lean_ctx_read_does(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text("x = 1\n")
     p = call(tmp_path, "call", "ctx_read", '{"paths": ["a.py", "nope.py"]}', "--json")
-    assert p.returncode == 0, (p.stdout, p.stderr)
+    assert p.returncode == 2, (p.stdout, p.stderr)
     files = json.loads(p.stdout)["files"]
     assert [f.get("error", {}).get("code") for f in files] == [None, "READ_NOT_FOUND"]
-    assert call(tmp_path, "read", "a.py", "nope.py").returncode == 0
+    assert call(tmp_path, "read", "a.py", "nope.py").returncode == 2

@@ -113,17 +113,17 @@ def test_the_call_itself_is_still_refused_whole(reader: Reader, project: Path) -
 # --- the surfaces ------------------------------------------------------------------------------
 
 
-def test_cli_answers_the_good_files_and_fails_only_when_all_did(tmp_path: Path, project: Path) -> None:
+def test_cli_answers_the_good_files_and_exits_2_when_any_failed(tmp_path: Path, project: Path) -> None:
     db = tmp_path / "cli.db"
     (project / ".env").write_text("API_TOKEN=planted-secret-value-1234\n")
     p = _cli(project, db, "read", "src/app.py", ".env", "--mode", "signatures")
-    assert p.returncode == 0, p.stderr
+    assert p.returncode == 2, p.stderr  # every answer printed, the status says one failed
     first, second = p.stdout.rstrip("\n").split("\n\n")
     assert first.startswith("src/app.py [signatures · 29 lines · ")
     assert second.startswith(".env: error[READ_SECRET_FILE] .env is a well-known secret file")
     assert "planted-secret-value-1234" not in p.stdout
     j = _cli(project, db, "read", "src/app.py", "nope.py", "--json")
-    assert j.returncode == 0, j.stderr
+    assert j.returncode == 2, j.stderr
     rows = [json.loads(x) for x in j.stdout.splitlines()]
     assert [r["path"] for r in rows] == ["src/app.py", "nope.py"]
     assert "error" not in rows[0] and rows[0]["mode"] == "full"

@@ -10,8 +10,8 @@ the tool answered but what it ran failed, the answer is printed in full and the 
 the command's own exit code when the answer carries a non-zero ``exit_code`` (``ctx_shell``, as
 ``lean-ctx shell``: 124 on a timeout), 1 when it carries ``"ok": false`` (``ctx_proof verify``,
 as ``lean-ctx proof verify``). The same holds through ``ctx_call``, whose answer is the inner
-tool's. A multi-path ``ctx_read`` with some paths unreadable exits 0, as ``lean-ctx read`` does
-(each path's error is in the answer).
+tool's. A multi-path ``ctx_read`` with some paths unreadable exits 2, as ``lean-ctx read`` does,
+after printing the whole answer (each path's error is in it).
 
 With ``--json`` the answer of ``ctx_read``, ``ctx_expand`` and ``ctx_shell`` (also called through
 ``ctx_call``) stays within the answer cap as ``lean-ctx --json read / expand / shell`` do
@@ -155,6 +155,9 @@ def answer_exit_code(out: Any) -> int:
         return code if 0 < code < 256 else 1
     if out.get("ok") is False:
         return 1
+    files = out.get("files")
+    if isinstance(files, list) and any(isinstance(f, dict) and isinstance(f.get("error"), dict) for f in files):
+        return 2  # a multi-path read that answered some paths with an error, as lean-ctx read exits
     return 0
 
 

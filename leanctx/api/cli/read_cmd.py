@@ -9,7 +9,13 @@ over MCP, HTTP and ``lean-ctx call``, names ``fresh=true``).
 
 ``--json`` prints one object per file, and all of them together stay within the answer cap
 (``--max-tokens``, else ``$LEAN_CTX_READ_MAX_TOKENS``, else 20,000): the text is capped lower to
-leave room for JSON escaping (measured on the files beforehand: ``leanctx.api.cli.json_cap``)."""
+leave room for JSON escaping (measured on the files beforehand: ``leanctx.api.cli.json_cap``).
+
+Exit status: 0 when every path was read; 2 (the CLI's status for an error) when any failed. A
+read where only some paths failed still prints every answer, in order: the failed ones as
+``PATH: error[CODE] sentence`` (``--json``: an object whose ``mode`` is ``error`` and whose
+``error`` holds ``code``, ``message`` and ``details``, ``leanctx.ops.read_failures``). When all
+failed the read is refused whole, as a single path is (``error[CODE]`` on stderr)."""
 
 from __future__ import annotations
 
@@ -99,8 +105,10 @@ def read_cmd(
 ) -> None:
     """Read files compressed: mode, line count and tokens sent are stated; unchanged re-reads in
     the same conversation get a short stub; past the cap the rest is archived."""
+    from ...errors import LeanCtxError
     from ...identity import agent_identity, session_identity
     from ...ops.read import read_files
+    from ...ops.read_failures import ReadFailure
     from ..tools.context import encoding_of
 
     st = state(ctx)
@@ -134,8 +142,11 @@ def read_cmd(
             from .json_cap import emit_capped
 
             emit_capped(list(answers), json_cap, enc)
-        return
-    sys.stdout.write("\n\n".join(a.text for a in answers) + "\n")
+    else:
+        sys.stdout.write("\n\n".join(a.text for a in answers) + "\n")
+    if any(isinstance(a, ReadFailure) for a in answers):  # some paths failed (all: read_files raised)
+        sys.stdout.flush()
+        raise typer.Exit(LeanCtxError.exit_code)
 
 
 def attach(app: typer.Typer) -> None:

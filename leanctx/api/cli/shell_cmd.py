@@ -2,7 +2,9 @@
 
 ``lean-ctx shell [--cwd D] [--timeout S] [--raw] [--env NAME=VALUE] [--max-tokens N] [--json] -- CMD...``
 runs CMD (several words: an argv; one word: a string for ``bash -c``), prints its compressed,
-secret-redacted output and exits with CMD's exit code (124 on a timeout).
+secret-redacted output and exits with CMD's exit code (124 on a timeout). SIGTERM or SIGHUP to
+lean-ctx while CMD runs kills CMD's process group (as a timeout does, ``leanctx.ops.process``); the
+answer says so, the run is recorded, and the exit code is 128 + N (143, 129). Ctrl-C kills it too.
 
 ``--max-tokens N`` is ``ctx_shell``'s ``max_tokens``: the answer cap (default 20,000; past it the
 rest is archived and the answer names the ``lean-ctx expand`` that gets it), refused outside

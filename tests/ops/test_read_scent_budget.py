@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from leanctx.commands.agents import RegisterAgent
+from leanctx.commands.agents import Heartbeat, RegisterAgent
 from leanctx.commands.budgets import SetBudget
 from leanctx.commands.scent import ClaimScent
 from leanctx.context.tokens import count_tokens
@@ -27,9 +27,16 @@ def _claim(reader: Reader, agent_id: str, target: str, now: float) -> None:
 
 def test_a_read_of_a_file_claimed_by_another_agent_says_so_inline(reader: Reader) -> None:
     _claim(reader, "ag1", "src/app.py", T0)
+    p = str(reader.project)
+
+    def beat(t: float) -> None:  # a registered holder holds its claim while it heartbeats
+        reader.lc.bus.dispatch(Heartbeat(agent="ag1"), actor="ag1", project=p, now=t)
+
+    beat(T0 + 200)
     a = reader.one("src/app.py", mode="signatures", now=T0 + 240)
     assert a.scent == "[scent: claimed by cursor-dev-1, 4m ago]"
     assert a.text.splitlines()[-1] == a.scent and a.sent_tokens == count_tokens(a.text)
+    beat(T0 + 280)
     stub = reader.one("src/app.py", mode="signatures", now=T0 + 300)
     assert stub.stub and stub.text.endswith("\n[scent: claimed by cursor-dev-1, 5m ago]")
     own = reader.one("src/app.py", mode="map", agent="ag1", now=T0 + 300)

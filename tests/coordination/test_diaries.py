@@ -147,6 +147,7 @@ def cli(db: Path, *args: str, check: bool = True, stdin: str | None = None,
 
 def test_cli_diary_and_recall(tmp_path: Path) -> None:
     db, proj = tmp_path / "events.db", str(tmp_path / "proj")
+    (tmp_path / "proj").mkdir()  # a project must exist (PROJECT_NOT_FOUND)
     with LeanCtx(db) as lc:
         lc.bus.dispatch(RegisterAgent(agent_type="cursor", project_root=proj, agent_id="ana"))
     ana = {"LEAN_CTX_AGENT_ID": "ana", "LEAN_CTX_SESSION_ID": "morning"}

@@ -260,6 +260,7 @@ def cli(db: Path, *args: str, check: bool = True, **env: str) -> subprocess.Comp
 
 def test_cli_list_records_the_timeout_once_even_from_two_processes(tmp_path: Path) -> None:
     db, proj = tmp_path / "events.db", str(tmp_path / "proj")
+    (tmp_path / "proj").mkdir()  # a project must exist (PROJECT_NOT_FOUND)
     with LeanCtx(db) as lc:
         lc.bus.dispatch(RegisterAgent(agent_type="cursor", project_root=proj, agent_id="sleepy"),
                         now=time.time() - 300)
@@ -309,6 +310,7 @@ def test_two_shells_are_two_agents_that_see_each_other(tmp_path: Path) -> None:
     """No $LEAN_CTX_AGENT_ID: each CLI process acts as local-<pid of its parent>, so two
     editor windows (two parent processes) are distinct agents."""
     db, proj = tmp_path / "events.db", str(tmp_path / "proj")
+    (tmp_path / "proj").mkdir()  # a project must exist (PROJECT_NOT_FOUND)
     script = f'echo $$; "{LEAN_CTX}" agent register --type cursor --project-root "{proj}" --json; exit $?'
     shells = []
     for _ in range(2):

@@ -11,26 +11,35 @@ Positions are gap-free and committed in order, so "every position after the curs
 once" holds across the switch from the log to the ring: no gap, no duplicate.
 
 Cost: one thread and one ``wait`` for the whole server, however many clients are connected.
+
+A subscriber gets its events in chunks of at most ``CHUNK`` and lets the event loop run between
+two chunks: writing to a socket does not yield, so without that pause a client that left in the
+middle of a catch-up would only be noticed at the end of a whole batch (hundreds of writes to a
+dead socket, each logged by asyncio). The hub also keeps the peer address of every open stream
+(``streaming``), so that the server can drop, at shutdown, the streams whose client reads nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import anyio
+from anyio.lowlevel import checkpoint
 
 from ...commands.chat_reads import poll_events
 from ...events import SqliteEventStore, StoredEvent, TopicFilter
 
 log = logging.getLogger("leanctx.http")
 
-BATCH = 500
+BATCH = 500  # events read from the log at a time (a subscriber behind the ring)
+CHUNK = 32  # events handed to a subscriber at a time; it checks its client between two chunks
 
 
 class EventHub:
@@ -51,6 +60,7 @@ class EventHub:
         self.stopped = False
         self._arrivals: collections.deque[tuple[float, int]] = collections.deque()
         self.started_at = time.monotonic()
+        self._peers: collections.Counter[tuple[str, int]] = collections.Counter()
 
     # --- lifecycle (called on the event loop) -------------------------------------------
     def start(self) -> None:
@@ -90,7 +100,7 @@ class EventHub:
         while not self._stop.is_set():
             try:
                 events = self.store.wait(pos, None, timeout=self.wait_timeout, limit=1000)
-            except Exception as exc:  # the store closed under us, or a transient read error
+            except Exception as exc:  # noqa: BLE001 - the store closed under us, or a transient read error
                 if self._stop.is_set():
                     return
                 log.warning("SSE hub: reading the log failed (%s); retrying", exc)
@@ -160,22 +170,36 @@ class EventHub:
                     break
         return out, last
 
+    @contextlib.contextmanager
+    def streaming(self, peer: Any) -> Iterator[None]:
+        """Marks a stream to ``peer`` (the ASGI ``client``: host, port) open while inside."""
+        key = _peer_key(peer)
+        if key is not None:
+            self._peers[key] += 1
+        try:
+            yield
+        finally:
+            if key is not None:
+                self._peers[key] -= 1
+                if self._peers[key] <= 0:
+                    del self._peers[key]
+
+    def is_streaming_to(self, peer: Any) -> bool:
+        """True while a stream to ``peer`` (a connection's remote address) is open."""
+        key = _peer_key(peer)
+        return key is not None and key in self._peers
+
     async def follow(self, since: int, flt: TopicFilter | None, *, batch: int = BATCH,
-                     stop: anyio.Event | None = None) -> AsyncIterator[StoredEvent]:
-        """Every event after ``since`` that matches ``flt``, in order, then each new one as it
-        is appended, until the hub stops, ``stop`` is set, or the consumer stops iterating."""
+                     chunk: int = CHUNK) -> AsyncIterator[list[StoredEvent]]:
+        """Every event after ``since`` that matches ``flt``, in order and in chunks of at most
+        ``chunk``, then the new ones as they are appended, until the hub stops or the consumer
+        stops iterating. Between two chunks the event loop runs (a disconnect or a shutdown is
+        seen within one chunk, not one batch)."""
         wake = asyncio.Event()
         self._subs.add(wake)
-        relay = None
-        if stop is not None:
-            async def _relay() -> None:
-                await stop.wait()
-                wake.set()
-
-            relay = asyncio.ensure_future(_relay())
         try:
             cursor = since
-            while not self.stopped and not (stop is not None and stop.is_set()):
+            while not self.stopped:
                 wake.clear()
                 got = self._from_ring(cursor, flt, batch)
                 if got is None:
@@ -185,15 +209,25 @@ class EventHub:
                 else:
                     events, nxt = got
                     more = len(events) >= batch
-                for e in events:
-                    if e.position > cursor:
-                        cursor = e.position
-                        yield e
+                for i in range(0, len(events), chunk):
+                    part = [e for e in events[i:i + chunk] if e.position > cursor]
+                    if part:
+                        cursor = part[-1].position
+                        yield part
+                        await checkpoint()  # let the loop see a disconnect
+                    if self.stopped:
+                        return
                 cursor = max(cursor, nxt)
                 if more:
                     continue
                 await wake.wait()
         finally:
             self._subs.discard(wake)
-            if relay is not None:
-                relay.cancel()
+
+
+def _peer_key(peer: Any) -> tuple[str, int] | None:
+    try:
+        host, port = peer
+        return str(host), int(port)
+    except (TypeError, ValueError):
+        return None

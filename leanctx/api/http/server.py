@@ -3,11 +3,13 @@ thread (tests and benchmarks)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import socket
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Self
 
 import uvicorn
 
@@ -21,9 +23,16 @@ def uvicorn_config(app: Any, config: ServerConfig, log_level: str = "info") -> u
                           forwarded_allow_ips="", access_log=False)
 
 
+SSE_CLOSE_GRACE = 1.0  # seconds a stream has, at shutdown, to hand its end to its client
+
+log = logging.getLogger("leanctx.http")
+
+
 class _Server(uvicorn.Server):
-    """Ends the SSE streams first when a signal asks uvicorn to exit, so that they close
-    cleanly instead of holding up (or being cut by) the graceful shutdown."""
+    """Ends the SSE streams first when uvicorn is asked to exit (a signal, or ``should_exit``),
+    so that they close cleanly instead of holding up (or being cut by) the graceful shutdown;
+    a stream whose client reads nothing cannot take its end, so after ``SSE_CLOSE_GRACE`` its
+    connection is aborted (the client sees a reset and may resume with Last-Event-ID)."""
 
     def __init__(self, config: uvicorn.Config, hub: Any) -> None:
         super().__init__(config)
@@ -32,6 +41,25 @@ class _Server(uvicorn.Server):
     def handle_exit(self, sig: int, frame: Any) -> None:
         self.hub.stop()
         super().handle_exit(sig, frame)
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        self.hub.stop()
+        drop = asyncio.ensure_future(self._drop_stalled_streams())
+        try:
+            await super().shutdown(sockets)
+        finally:
+            drop.cancel()
+
+    async def _drop_stalled_streams(self) -> None:
+        await asyncio.sleep(SSE_CLOSE_GRACE)
+        dropped = 0
+        for conn in list(self.server_state.connections):
+            transport = getattr(conn, "transport", None)
+            if transport is not None and self.hub.is_streaming_to(getattr(conn, "client", None)):
+                transport.abort()
+                dropped += 1
+        if dropped:
+            log.info("closed %d SSE stream(s) whose client read nothing", dropped)
 
 
 def _log_to_stderr(level: str) -> None:
@@ -76,7 +104,7 @@ class BackgroundServer:
     def __init__(self, config: ServerConfig, log_level: str = "warning") -> None:
         self.config = config
         self.app = create_app(config)
-        self.server = uvicorn.Server(uvicorn_config(self.app, config, log_level))
+        self.server = _Server(uvicorn_config(self.app, config, log_level), self.app.state.srv.hub)
         self.thread = threading.Thread(target=self.server.run, name="lean-ctx-http", daemon=True)
 
     @property
@@ -91,7 +119,7 @@ class BackgroundServer:
     def url(self) -> str:
         return f"http://{self.config.host}:{self.port}"
 
-    def start(self, timeout: float = 10.0) -> "BackgroundServer":
+    def start(self, timeout: float = 10.0) -> Self:
         self.thread.start()
         deadline = time.monotonic() + timeout
         while not self.server.started:
@@ -101,11 +129,10 @@ class BackgroundServer:
         return self
 
     def stop(self, timeout: float = 10.0) -> None:
-        self.state.hub.stop()  # ends the SSE streams, so the graceful shutdown does not wait on them
-        self.server.should_exit = True
+        self.server.should_exit = True  # the shutdown ends the SSE streams first
         self.thread.join(timeout)
 
-    def __enter__(self) -> "BackgroundServer":
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -25,7 +25,7 @@ from typing import Any
 import msgspec
 
 from . import clock
-from .context.tokens import count_tokens
+from .context.tokens import DEFAULT_ENCODING, count_tokens
 from .projections.scent import format_age
 
 DEFAULT_MAX_TOKENS = 700
@@ -237,6 +237,16 @@ def build_overview(lc: Any, *, agent_id: str | None, session_id: str | None, pro
         else:
             cut[victim] = cut[victim][:-1]
         text = _render(head, sections, cut, resume_text, more)
+    if count_tokens(text) > max_tokens and more:  # the "+N more" lines without where they are
+        more = {}
+        text = _render(head, sections, cut, resume_text, more)
+    if count_tokens(text) > max_tokens:  # headings alone (a long project path) over a small budget: cut, said
+        from .ops.cap import char_prefix
+
+        keep = char_prefix(text, max_tokens - 1, DEFAULT_ENCODING)
+        while keep and count_tokens(text[:keep].rstrip() + "…") > max_tokens:
+            keep -= 1
+        text = text[:keep].rstrip() + "…"
     return Overview(text, count_tokens(text), [a.agent_id for a in live], pruned, tasks, unread, locks, claims, diary,
                     knowledge, resume_text, task_counts)
 

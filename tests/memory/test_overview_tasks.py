@@ -175,3 +175,16 @@ def test_cli_overview_shows_recoverable_task(tmp_path: Path, project: Path) -> N
     assert "## tasks in 2 channels — general: 1 in progress; ops: 1 open — 1 lease expired, 0 yours" in p.stdout
     assert re.search(r"general/t1: fix the lexer — owner bob — lease expired (9|10)m ago: recoverable with "
                      r"ctx_task action=recover channel=general task_id=t1 reason=…", p.stdout), p.stdout
+
+
+def test_budget_holds_under_a_long_project_path(app: LeanCtx, tmp_path: Path) -> None:
+    """The headings name the project's path: under a small budget and a long path they alone
+    can be over it. The overview still fits (the rest cut, marked with …)."""
+    deep = tmp_path.joinpath(*[f"a-rather-long-folder-name-{k}" for k in range(12)])
+    deep.mkdir(parents=True)
+    general_board(app, deep)
+    for c in range(8):
+        do(app, CreateTask(title=f"job of channel {c}", channel=f"ch{c}"), "bob", deep)
+    for budget in (150, 90, 60):
+        ov = build_overview(app, agent_id="ana", session_id=None, project=str(deep), now=T0 + 600, max_tokens=budget)
+        assert ov.tokens == count_tokens(ov.text) <= budget, (budget, ov.tokens, ov.text)

@@ -9,6 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
+MAX_MESSAGE_CHARS = 4000  # a message quoting a huge bad input keeps its head and tail, said
+
+
+def _bounded(message: str) -> str:
+    if len(message) <= MAX_MESSAGE_CHARS:
+        return message
+    head, tail = message[: MAX_MESSAGE_CHARS * 2 // 3], message[-(MAX_MESSAGE_CHARS // 4):]
+    return f"{head}… [{len(message) - len(head) - len(tail):,} characters of the message cut] …{tail}"
+
 
 class LeanCtxError(Exception):
     """Base of every error lean-ctx raises on purpose."""
@@ -20,7 +29,7 @@ class LeanCtxError(Exception):
     def __init__(self, code: str | None = None, message: str = "", **details: Any) -> None:
         if code is not None:
             self.code = code
-        self.message = message or self.code
+        self.message = _bounded(message) if message else self.code
         self.details = details
         super().__init__(f"{self.code}: {self.message}")
 

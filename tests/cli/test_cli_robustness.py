@@ -199,3 +199,15 @@ def test_state_at_a_bad_time_is_a_coded_error_on_every_surface(tmp_path: Path) -
 def test_chat_export_into_a_file_is_a_coded_error(blocker: Path, project: Path) -> None:
     p = run("--project", str(project), "chat", "export", "general", str(blocker), cwd=project)
     refused(p, "OUTPUT_UNWRITABLE")
+
+
+@pytest.mark.parametrize("args", [("knowledge", "remember", "-c", "convention", "x" * 100_000, "v"),
+                                  ("chat", "init", "y" * 100_000)])
+def test_an_error_quoting_a_huge_input_stays_short(args: tuple[str, ...], project: Path) -> None:
+    """An error names the bad value, but a 100,000-character argument does not make a 100 KB
+    error line: the message keeps its head and tail and says how much was cut."""
+    p = run("--project", str(project), *args, cwd=project)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    line = p.stderr.strip().splitlines()[0]
+    assert line.startswith("error[") and len(line) < 5000, len(line)
+    assert "characters of the message cut" in line

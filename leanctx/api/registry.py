@@ -22,7 +22,7 @@ The exec policy lives here, the one place every transport passes through (``/v1/
 ``/mcp``, stdio MCP, the CLI, and ``ctx_call`` naming another tool): a row that runs commands
 or writes project files says so (``tool(..., exec_when=True)``, or ``exec_when=<predicate of its parsed
 arguments>`` when only some calls write, e.g. ``ctx_handoff create out=FILE``; ``ctx_shell`` and
-``ctx_edit`` are in ``EXEC_TOOLS``), and :func:`call` refuses such a call from a caller whose
+``ctx_edit`` always), and :func:`call` refuses such a call from a caller whose
 ``allow_exec`` is False with ``403 HTTP_EXEC_DISABLED`` (:class:`ExecDisabled`). ``Caller``
 allows exec by default (the CLI and stdio MCP are the user's own processes); ``lean-ctx
 serve`` passes its ``--allow-exec``/``--no-exec`` policy. ``tools(allow_exec=False)`` leaves out
@@ -47,7 +47,6 @@ from ..errors import InvalidInput, LeanCtxError, NotFound
 __all__ = [
     "CATEGORIES",
     "DEFAULT_CATEGORIES",
-    "EXEC_TOOLS",
     "Caller",
     "ExecDisabled",
     "Tool",
@@ -70,8 +69,6 @@ CATEGORIES: dict[str, str] = {
     "metrics": "token savings",
 }
 DEFAULT_CATEGORIES: tuple[str, ...] = ("core", "session")
-# rows that always run commands or write files (their modules predate ``tool(..., exec_when=)``)
-EXEC_TOOLS = frozenset({"ctx_shell", "ctx_edit"})
 
 
 class ExecDisabled(LeanCtxError):
@@ -147,18 +144,16 @@ _load_lock = threading.Lock()
 
 
 def tool(name: str, *, category: str, description: str, args: type[msgspec.Struct],
-         exec_when: ExecWhen | None = None) -> Callable[[ToolFn], ToolFn]:
+         exec_when: ExecWhen = False) -> Callable[[ToolFn], ToolFn]:
     """Register ``fn`` as the tool ``name`` (a row of the table). ``exec_when``: the call runs
-    commands or writes files — True, or a predicate of the parsed arguments (default: whether
-    ``name`` is in ``EXEC_TOOLS``)."""
+    commands or writes files — True, or a predicate of the parsed arguments."""
     if category not in CATEGORIES:
         raise ValueError(f"unknown tool category {category!r}")
-    needs = (name in EXEC_TOOLS) if exec_when is None else exec_when
 
     def register(fn: ToolFn) -> ToolFn:
         if name in _TABLE:
             raise ValueError(f"tool {name!r} is registered twice")
-        _TABLE[name] = Tool(name, category, " ".join(description.split()), args, fn, needs)
+        _TABLE[name] = Tool(name, category, " ".join(description.split()), args, fn, exec_when)
         return fn
 
     return register

@@ -165,7 +165,7 @@ class ShellArgs(_Args):
     max_tokens: int | None = None
 
 
-@tool("ctx_shell", category="core", args=ShellArgs, description="""
+@tool("ctx_shell", category="core", args=ShellArgs, exec_when=True, description="""
 Run a shell command in the project; output compressed and secrets redacted, omitted lines
 archived (ctx_expand).""")
 def ctx_shell(lc: Any, caller: Caller, a: ShellArgs) -> dict[str, Any]:
@@ -245,7 +245,7 @@ class EditArgs(_Args):
     allow_unread: bool = False
 
 
-@tool("ctx_edit", category="core", args=EditArgs, description="""
+@tool("ctx_edit", category="core", args=EditArgs, exec_when=True, description="""
 Replace old text with new in a file you have read (old must occur once unless replace_all).""")
 def ctx_edit(lc: Any, caller: Caller, a: EditArgs) -> dict[str, Any]:
     from ...ops.edit import edit_file

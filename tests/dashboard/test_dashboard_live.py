@@ -259,9 +259,11 @@ def test_the_scent_field_decays_live_and_is_coloured_by_kind(live: Served, tab: 
     after, _ = server_value()
     first = float(computed)
     assert abs(first - float(shown)) < 1e-4  # the figure shown is the one computed
-    # the page's decay is the projection's formula: its figure (computed at its last tick, at most
-    # ~1 s before it was read) lies between the server's figures around the read
-    assert after - 2e-4 <= first <= before * 2 ** (1.5 / half_life) + 2e-4, (after, first, before)
+    # the page's decay is the projection's formula: its figure lies between the server's figures around
+    # the read, allowing for the page being behind: it was computed at its last tick (~1 s) from a
+    # snapshot whose age was taken when the server answered, not when the page received it. A loaded
+    # machine stretches both (a timer late, a slow fetch), so up to 10 s behind is allowed
+    assert after - 2e-4 <= first <= before * 2 ** (10 / half_life) + 2e-4, (after, first, before)
     assert wait_until(lambda: float(row.get_attribute("data-intensity")) < first, timeout=3)  # decays between snapshots
     hot = page.locator("[data-testid=scent-row][data-kind=HOT]").first
     colours = {r.evaluate("e => getComputedStyle(e.querySelector('.heat-fill')).backgroundColor") for r in (row, hot)}

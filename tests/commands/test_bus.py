@@ -333,4 +333,4 @@ def test_a_locked_log_fails_once_after_its_timeout_not_twice(tmp_path: Path) -> 
             other.execute("ROLLBACK")
             other.close()
         assert getattr(e.value, "code", None) == "STORE_BUSY"
-        assert 2.0 <= elapsed < 3.6, elapsed  # one busy timeout (2 s), not two (4 s)
+        assert 1.9 <= elapsed < 3.6, elapsed  # one busy timeout (2 s), not two (4 s)

@@ -122,7 +122,7 @@ def test_the_stream_filter_reopens_the_stream_with_topicfilter_fields(live: Serv
     stamp = time.time_ns()
     live.project.cli("chat", "post", "--title", f"general {stamp}", "--body", "to general", agent="a1")
     live.project.cli("chat", "post", "-c", "backend", "--title", f"backend {stamp}", "--body", "to backend", agent="a1")
-    page.locator("[data-testid=stream-item]", has_text=f"backend {stamp}").wait_for(timeout=2000)
+    page.locator("[data-testid=stream-item]", has_text=f"backend {stamp}").wait_for(timeout=10_000)
     assert page.locator("[data-testid=stream-item]", has_text=f"general {stamp}").count() == 0
     items = page.locator("[data-testid=stream-item]")
     assert {items.nth(i).get_attribute("data-channel") for i in range(items.count())} == {"backend"}

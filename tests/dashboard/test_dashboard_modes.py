@@ -78,7 +78,7 @@ def test_the_token_in_the_fragment_is_used_and_removed_from_the_address(fresh: C
     page.wait_for_selector("[data-testid=agent-row][data-agent-id=t1]")
     # live behind the token too: SSE read with fetch() and the Authorization header
     s.project.cli("chat", "post", "--title", "behind the token", "--body", "sent with SSE over fetch", agent="t1")
-    page.locator("[data-testid=stream-item]", has_text="behind the token").wait_for(timeout=2000)
+    page.locator("[data-testid=stream-item]", has_text="behind the token").wait_for(timeout=10_000)
     # a reload keeps the token for this tab
     page.reload()
     page.wait_for_selector("[data-testid=agent-row][data-agent-id=t1]")

@@ -2,6 +2,13 @@
 catalog (``EVENTS.md``: kind → Struct → emitting commands → folding projections) and the
 projections' SQL. ``tests/test_schema_drift.py`` fails when they drift from the code;
 ``lean-ctx schema`` (or ``python -m leanctx.schema_gen``) rewrites them.
+
+Where: the ``schema/`` of the source tree this code runs from (``SCHEMA_DIR``, beside the
+``leanctx`` package), but only when that is a lean-ctx checkout (its ``pyproject.toml`` names
+the project ``lean-ctx``: an editable install, or a run from the tree). An installed package
+has no such tree (``SCHEMA_DIR`` would be a ``schema/`` in site-packages), so the caller must
+name a directory (``source_dir()`` is None, and ``lean-ctx schema`` refuses without
+``--out DIR``: ``SCHEMA_OUT_REQUIRED``).
 """
 
 from __future__ import annotations
@@ -13,6 +20,18 @@ from pathlib import Path
 import msgspec
 
 SCHEMA_DIR = Path(__file__).resolve().parents[1] / "schema"
+PROJECT_NAME = "lean-ctx"
+
+
+def source_dir() -> Path | None:
+    """``SCHEMA_DIR`` when this code runs from a lean-ctx source tree, else None."""
+    import tomllib
+
+    try:
+        meta = tomllib.loads((SCHEMA_DIR.parent / "pyproject.toml").read_text())
+    except (OSError, ValueError):
+        return None
+    return SCHEMA_DIR if meta.get("project", {}).get("name") == PROJECT_NAME else None
 
 
 def _kinds():  # type: ignore[no-untyped-def]
@@ -105,8 +124,11 @@ def write(root: Path = SCHEMA_DIR) -> list[str]:
 
 
 if __name__ == "__main__":
+    target = source_dir()
+    if target is None:
+        sys.exit("not a lean-ctx source tree: use `lean-ctx schema --out DIR`")
     if "--check" in sys.argv:
-        stale = drift()
+        stale = drift(target)
         print("\n".join(stale) if stale else "schema/ is current")
         sys.exit(1 if stale else 0)
-    print("\n".join(write()) or "schema/ is current")
+    print("\n".join(write(target)) or "schema/ is current")

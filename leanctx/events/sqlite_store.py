@@ -4,6 +4,10 @@ Writers serialize on ``BEGIN IMMEDIATE`` (with a busy timeout), so the head read
 transaction is the true head: positions are gap-free and the hash chain is linear even
 with several processes appending at once. Readers use their own read-only connection per
 thread and never block the writer (WAL).
+
+A log that cannot be written opens read-only (``read_only``, ``$LEAN_CTX_READ_ONLY``, or a file
+or directory without write permission): it reads as usual, projections catch up in throwaway
+copies, and appending is ``STORE_READ_ONLY`` (see :mod:`.sqlite_readonly`).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import apsw
 
@@ -26,6 +31,7 @@ from .filter import TopicFilter
 from .fts import quote_query
 from .sqlite_queries import SELECT, fts_index, lineage_of, search_fts, verify_chain
 from .sqlite_queries import rows as _rows
+from .sqlite_readonly import can_fall_back, read_only_error, reader_uri, scratch, wanted
 from .sqlite_tx import SqliteTx
 from .store import EventStore, Head, Lineage, SearchHit, TxHook, VerifyResult
 
@@ -33,6 +39,19 @@ SCHEMA_VERSION = 1
 SCHEMA_FILE = Path(__file__).resolve().parents[2] / "schema" / "events.sql"
 _SYNC_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
 FTS_BATCH = 5000
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _scalar(cursor: Any) -> Any:
+    """The first column of the first row a query returns (None when it returns none)."""
+    row = cursor.fetchone()
+    return row[0] if row else None
+
+
+def _int64(n: int) -> int:
+    """``n`` held within SQLite's 64-bit integers. A position, version or limit past them
+    compares like the bound (no event is there), instead of failing with ``OverflowError``."""
+    return min(max(int(n), INT64_MIN), INT64_MAX)
 
 
 class SqliteEventStore(EventStore):
@@ -42,6 +61,8 @@ class SqliteEventStore(EventStore):
     loss may lose the last transactions) or ``FULL`` (fsync on every commit).
     ``fts_mode``: ``catchup`` (default: the FTS index is brought current before each
     search, in batches) or ``inline`` (indexed inside the appending transaction).
+    ``read_only``: True opens without writing anything, False never does; None (default) does
+    when ``$LEAN_CTX_READ_ONLY`` asks for it or the log cannot be written (``self.read_only``).
     """
 
     def __init__(
@@ -53,6 +74,7 @@ class SqliteEventStore(EventStore):
         fts_mode: str = "catchup",
         poll_interval: float = 0.004,
         idle_poll_interval: float = 0.01,
+        read_only: bool | None = None,
     ) -> None:
         raw = os.fspath(path)
         self.path = str(Path(raw).expanduser()) if raw else ""
@@ -77,11 +99,36 @@ class SqliteEventStore(EventStore):
         self._cond = threading.Condition()
         self._local_appends = 0
         self._closed = False
+        self._writer: apsw.Connection | None = None
+        self._ro_uri: str | None = None
+        self.read_only = False
+        self.read_only_reason = ""
+        ro = wanted(read_only)
+        if ro:
+            self._open_read_only("LEAN_CTX_READ_ONLY is set" if read_only is None else "read_only=True")
+            return
         try:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
             self._open_writer()
         except (apsw.Error, OSError) as exc:
+            if ro is None and can_fall_back(exc) and os.path.isfile(self.path):
+                if self._writer is not None:  # opened, then failed to write (the schema, the WAL)
+                    self._writer.close()
+                    self._writer = None
+                self._open_read_only(f"it cannot be written: {exc}")  # readable but not writable
+                return
             raise StoreError("STORE_OPEN_FAILED", f"cannot open the event log at {self.path}: {exc}") from exc
+
+    def _open_read_only(self, reason: str) -> None:
+        """Readers only, on the URI ``reader_uri`` chose; the log must already have its schema."""
+        self.read_only, self.read_only_reason = True, reason
+        try:
+            self._ro_uri, version = reader_uri(self.path)
+        except (apsw.Error, OSError) as exc:
+            raise StoreError("STORE_OPEN_FAILED", f"cannot open the event log at {self.path} read-only: {exc}") from exc
+        if version != SCHEMA_VERSION:
+            raise read_only_error(self, f"its schema (version {version}, this lean-ctx needs {SCHEMA_VERSION}) "
+                                        "cannot be set up")
 
     def _open_writer(self) -> None:
         """The write connection, in WAL mode, with the schema. Some lock states at open (another
@@ -107,10 +154,16 @@ class SqliteEventStore(EventStore):
     # --- connections ---------------------------------------------------------------
     def _connect(self, readonly: bool) -> apsw.Connection:
         flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
-        conn = apsw.Connection(self.path, flags=flags)
+        if self._ro_uri is not None:
+            conn = apsw.Connection(self._ro_uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+        else:
+            conn = apsw.Connection(self.path, flags=flags)
         conn.set_busy_timeout(self.busy_timeout_ms)
+        if not readonly and conn.readonly("main"):  # SQLite fell back to O_RDONLY: no write would work
+            conn.close()
+            raise apsw.ReadOnlyError("the database file is not writable")
         if not readonly:
-            mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            mode = str(_scalar(conn.execute("PRAGMA journal_mode=WAL")))
             if mode.lower() != "wal":
                 raise StoreError("STORE_NO_WAL", f"{self.path} cannot be put in WAL mode (got {mode})")
         conn.execute(f"PRAGMA synchronous={self.synchronous}")
@@ -133,7 +186,8 @@ class SqliteEventStore(EventStore):
 
     def _ensure_schema(self) -> None:
         conn = self._writer
-        if conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
+        assert conn is not None
+        if _scalar(conn.execute("PRAGMA user_version")) == SCHEMA_VERSION:
             return
         if not SCHEMA_FILE.exists():
             raise StoreError("STORE_SCHEMA_MISSING", f"{SCHEMA_FILE} is missing; reinstall lean-ctx from its repository")
@@ -141,7 +195,7 @@ class SqliteEventStore(EventStore):
         with self._wlock:
             conn.execute("BEGIN IMMEDIATE")
             try:
-                if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+                if _scalar(conn.execute("PRAGMA user_version")) != SCHEMA_VERSION:
                     conn.execute(sql)
                     conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
                 conn.execute("COMMIT")
@@ -160,6 +214,14 @@ class SqliteEventStore(EventStore):
         with self._wlock:
             if self._tx is not None:  # same thread, nested: join the outer transaction
                 yield self._tx
+                return
+            if self._writer is None:  # read-only: writes land in throwaway copies, appends are refused
+                with scratch(self, self._reader()) as scratch_tx:
+                    self._tx = scratch_tx
+                    try:
+                        yield scratch_tx
+                    finally:
+                        self._tx = None
                 return
             conn = self._writer
             try:
@@ -193,6 +255,8 @@ class SqliteEventStore(EventStore):
         return self.head().position  # positions are gap-free from 1
 
     def get(self, position: int) -> StoredEvent | None:
+        if _int64(position) != position:  # no log holds it: unknown, like any missing position
+            return None
         rows = _rows(self._reader().execute(SELECT + " WHERE position = ?", (position,)))
         return rows[0] if rows else None
 
@@ -202,33 +266,38 @@ class SqliteEventStore(EventStore):
         where, params = filter.to_sql() if filter is not None else ("1", [])
         sql = f"{SELECT} WHERE position > ? AND {where} ORDER BY position"
         if limit is not None:
-            sql += f" LIMIT {int(limit)}"
-        return _rows(self._reader().execute(sql, (since, *params)))
+            sql += f" LIMIT {_int64(limit)}"
+        return _rows(self._reader().execute(sql, (_int64(since), *params)))
 
     def read_last(self, n: int, filter: TopicFilter | None = None) -> list[StoredEvent]:
         where, params = filter.to_sql() if filter is not None else ("1", [])
         sql = f"{SELECT} WHERE {where} ORDER BY position DESC LIMIT ?"
-        return _rows(self._reader().execute(sql, (*params, max(0, int(n)))))[::-1]
+        return _rows(self._reader().execute(sql, (*params, max(0, _int64(n)))))[::-1]
 
     def read_stream(self, stream: str, from_version: int = 1, limit: int | None = None) -> list[StoredEvent]:
         sql = f"{SELECT} WHERE stream = ? AND version >= ? ORDER BY version"
         if limit is not None:
-            sql += f" LIMIT {int(limit)}"
-        return _rows(self._reader().execute(sql, (stream, from_version)))
+            sql += f" LIMIT {_int64(limit)}"
+        return _rows(self._reader().execute(sql, (stream, _int64(from_version))))
 
     def stream_version(self, stream: str) -> int:
-        row = self._reader().execute("SELECT max(version) FROM events WHERE stream = ?", (stream,)).fetchone()
-        return row[0] or 0
+        return _scalar(self._reader().execute("SELECT max(version) FROM events WHERE stream = ?", (stream,))) or 0
 
     # --- full-text search ----------------------------------------------------------
     def _fts_index(self, conn: apsw.Connection, events: Sequence[StoredEvent]) -> None:
         fts_index(conn, events)
 
     def fts_position(self) -> int:
-        return self._reader().execute("SELECT position FROM events_fts_state WHERE id = 1").fetchone()[0]
+        return int(_scalar(self._reader().execute("SELECT position FROM events_fts_state WHERE id = 1")))
 
     def index_fts(self, progress: Callable[[int, int], None] | None = None) -> int:
         """Bring the FTS index up to the head; returns how many events were indexed."""
+        if self.read_only:
+            behind = self.head().position - self.fts_position()
+            if behind > 0:
+                raise read_only_error(self, f"its full-text index, {behind} event(s) behind the log, cannot be "
+                                            "brought up to date (searching needs it)")
+            return 0
         done = 0
         while True:
             with self.transaction() as tx:
@@ -266,7 +335,7 @@ class SqliteEventStore(EventStore):
 
     # --- waiting -------------------------------------------------------------------
     def _data_version(self) -> int:
-        return self._reader().execute("PRAGMA data_version").fetchone()[0]
+        return int(_scalar(self._reader().execute("PRAGMA data_version")))
 
     def wait(
         self, since: int, filter: TopicFilter | None = None, timeout: float = 30.0, limit: int | None = None
@@ -317,4 +386,5 @@ class SqliteEventStore(EventStore):
                 c.close()
             self._readers.clear()
         with self._wlock:
-            self._writer.close()
+            if self._writer is not None:
+                self._writer.close()

@@ -17,7 +17,7 @@ from .render import emit_json, progress_bar, table
 
 @db_app.command("info")
 def info(ctx: typer.Context, json_: bool = JSON) -> None:
-    """Path, size, events, head, FTS index position, projections with their checkpoints."""
+    """Path, size, events, head, FTS index position, read-only or not, projections with their checkpoints."""
     st = state(ctx)
     lc = st.open()
     head = lc.store.head()
@@ -30,6 +30,7 @@ def info(ctx: typer.Context, json_: bool = JSON) -> None:
         "head_hash": head.hash,
         "fts_position": lc.store.fts_position(),
         "synchronous": lc.store.synchronous,
+        "read_only": lc.store.read_only,
         "projections": lc.projections.checkpoints(),
     }
     if st.want_json(json_):
@@ -38,7 +39,8 @@ def info(ctx: typer.Context, json_: bool = JSON) -> None:
     sys.stdout.write(
         f"path        {out['path']}\nsize        {size:,} bytes\nevents      {out['events']:,}\n"
         f"head        {head.position} {head.hash}\nfts index   at {out['fts_position']}\n"
-        f"synchronous {out['synchronous']}\n\n"
+        f"synchronous {out['synchronous']}\n"
+        + (f"read-only   yes ({lc.store.read_only_reason})\n" if lc.store.read_only else "") + "\n"
     )
     rows = [{**p, "kinds": ",".join(p["kinds"])} for p in out["projections"]]
     sys.stdout.write(table(rows, ["name", "version", "consistency", "position", "kinds"]) + "\n")
@@ -94,21 +96,47 @@ def replay_cmd(
 
 
 def schema_cmd(
+    ctx: typer.Context,
     check: bool = typer.Option(False, "--check", help="Only report drift (exit 1 if schema/ is stale)."),
+    out: str | None = typer.Option(
+        None, "--out", help="The directory to write (or --check) instead of the source tree's schema/; "
+        "required when lean-ctx is installed rather than run from its repository."
+    ),
+    json_: bool = JSON,
 ) -> None:
     """Regenerate schema/ (JSON Schemas of every event kind, EVENTS.md, projections.sql)."""
-    from ... import schema_gen
+    from pathlib import Path
 
+    from ... import schema_gen
+    from ...errors import InvalidInput
+
+    if out is not None:
+        from .failures import output_dir
+
+        target = output_dir(out, "the schema directory") if not check else Path(out).expanduser()
+    else:
+        found = schema_gen.source_dir()
+        if found is None:
+            raise InvalidInput("SCHEMA_OUT_REQUIRED", "this lean-ctx is installed, not run from its repository, so it "
+                               "has no schema/ of its own; pass --out DIR to write (or --check) another directory")
+        target = found
+    as_json = state(ctx).want_json(json_)
     if check:
-        stale = schema_gen.drift()
-        sys.stdout.write(("stale: " + ", ".join(stale)) if stale else "schema/ is current")
-        sys.stdout.write("\n")
+        stale = schema_gen.drift(target)
+        if as_json:
+            emit_json({"dir": str(target), "current": not stale, "stale": stale})
+        else:
+            sys.stdout.write(("stale: " + ", ".join(stale)) if stale else f"{target} is current")
+            sys.stdout.write("\n")
         if stale:
             raise typer.Exit(1)
         return
-    changed = schema_gen.write()
-    sys.stdout.write(("wrote " + ", ".join(changed)) if changed else "schema/ is current")
-    sys.stdout.write("\n")
+    changed = schema_gen.write(target)
+    if as_json:
+        emit_json({"dir": str(target), "written": changed})
+    else:
+        sys.stdout.write(("wrote " + ", ".join(changed)) if changed else f"{target} is current")
+        sys.stdout.write("\n")
 
 
 def attach(app: typer.Typer) -> None:

@@ -302,17 +302,46 @@ def install_git(
 def pre_commit(
     ctx: typer.Context,
     as_: Optional[str] = typer.Option(None, "--as", help="You (default: $LEAN_CTX_AGENT_ID, else local-<pid>)."),
+    json_: bool = JSON,
 ) -> None:
-    """Run by the git hook: exit 1 when a staged path is covered by another agent's unexpired lock."""
+    """Run by the git hook: exit 1 when a staged path is covered by another agent's unexpired lock.
+    With --json: {ok, agent, checked, conflicts: [{code, path, lock, message}]} (exit 1 when not ok)."""
     from ...config import db_path
-    from ...paths import PathRefused, check_text, join
     from ...projections.locks import blocking_locks
 
     st = state(ctx)
+    as_json = st.want_json(json_)
+    me = _me(as_)
     top = _toplevel(os.getcwd())
     db = db_path(st.db, root=None if st.db else top)
-    if not db.exists():  # no log, no locks (and do not create one from a hook)
-        return
+    staged: dict[str, str] = {}
+    hits: list[Any] = []
+    if db.exists():  # no log, no locks (and do not create one from a hook)
+        staged = _staged(top)
+    if staged:
+        conn = st.open().projections.reader("path_locks")
+        hits = blocking_locks(conn, staged, me=me, now=clock.now())
+    from ...commands.locks import conflict_message
+
+    conflicts = [{"code": "PATH_LOCK_CONFLICT", "path": staged[a], "lock": to_builtins(lk),
+                  "message": conflict_message(staged[a], lk)} for a, lk in hits]
+    if as_json:
+        emit_json({"ok": not hits, "agent": me, "checked": len(staged), "conflicts": conflicts})
+    else:
+        for c in conflicts:
+            sys.stderr.write(f"error[PATH_LOCK_CONFLICT]: commit refused: {c['message']} "
+                             f"(or unstage it: git restore --staged -- {c['path']})\n")
+        if hits:
+            sys.stderr.write(f"lean-ctx: {len({a for a, _ in hits})} staged path(s) locked by other agents; you are "
+                             f"{me} (set LEAN_CTX_AGENT_ID to commit as the lock owner)\n")
+    if hits:
+        raise typer.Exit(1)
+
+
+def _staged(top: Path) -> dict[str, str]:
+    """The staged paths of the work tree ``top``: absolute lock key → path as git names it."""
+    from ...paths import PathRefused, check_text, join
+
     p = _git(["diff", "--cached", "--name-only", "--no-renames", "-z"], top)
     if p.returncode != 0:
         raise CommandError("HOOK_GIT_FAILED", "`git diff --cached` failed: "
@@ -327,19 +356,4 @@ def pre_commit(
         except PathRefused:  # a name no lock can hold (control characters, ...): nothing to check
             continue
         staged[join(str(top), key)] = rel
-    if not staged:
-        return
-    me = _me(as_)
-    conn = st.open().projections.reader("path_locks")
-    hits = blocking_locks(conn, staged, me=me, now=clock.now())
-    if not hits:
-        return
-    from ...commands.locks import conflict_message
-
-    for abs_path, lk in hits:
-        rel = staged[abs_path]
-        sys.stderr.write(f"error[PATH_LOCK_CONFLICT]: commit refused: {conflict_message(rel, lk)} "
-                         f"(or unstage it: git restore --staged -- {rel})\n")
-    sys.stderr.write(f"lean-ctx: {len({a for a, _ in hits})} staged path(s) locked by other agents; you are {me} "
-                     "(set LEAN_CTX_AGENT_ID to commit as the lock owner)\n")
-    raise typer.Exit(1)
+    return staged

@@ -27,6 +27,10 @@ def _check_at(value: str | None) -> str | None:
     return value
 
 
+# what ``channel_state`` reads (all strong: current unless another writer lacked them); the
+# eventual ones (savings, ledger) are not caught up for nothing, nor copied on a read-only log
+STATE_PROJECTIONS = ("channels", "adapter_states", "agents", "tasks", "path_locks", "scent")
+
 AT = typer.Option(
     None, "--at", callback=_check_at, help="Evaluate at: 'head' (default: the last event's time, so the same log prints the same "
     "bytes), 'now', or an ISO timestamp."
@@ -71,7 +75,7 @@ def state_cmd(
     st = state(ctx)
     lc = st.open()
     now, position = evaluation_time(lc.store, at)
-    lc.projections.ensure_current()
+    lc.projections.ensure_current(STATE_PROJECTIONS)
     summary = channel_state(lc.store.read_connection(), channel, now=now, position=position,
                             project=st.project_root(), messages=messages)
     if st.want_json(json_):

@@ -14,7 +14,7 @@ def test_register_heartbeat_list_and_sse_receives_the_next_event(make_server) ->
     log = SSEReader(api.url + "/v1/events").open()
 
     a = api.register("claude", "dev")
-    assert a.token.startswith("lct1.")
+    assert a.token.startswith("lct2.")
     joined = roster.next()
     assert joined.event == "agent_joined" and joined.json()["agent_id"] == a.agent_id
     assert int(joined.id) == joined.json()["position"]
@@ -75,7 +75,7 @@ def test_three_missed_heartbeats_emit_agent_left(make_server) -> None:  # noqa: 
     assert r.status_code == 403 and r.json()["error"]["code"] == "AUTH_AGENT_ID_TAKEN"
     r = api.client.post("/v1/agents/register", json={"agent_type": "cursor", "agent_id": a.agent_id},
                         headers=a.headers)
-    assert r.status_code == 200 and r.json()["rejoined"] is True and r.json()["agent_token"] == a.token
+    assert r.status_code == 200 and r.json()["rejoined"] is True and r.json()["agent_token"] != a.token  # a fresh token: the old one names the earlier registration
     api.close()
 
 

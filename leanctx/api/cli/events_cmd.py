@@ -1,37 +1,43 @@
-"""``lean-ctx events``: tail, search, lineage, verify."""
+"""``lean-ctx events``: tail, search, lineage, verify.
+
+``tail --since now`` starts at the head: nothing already in the log is printed (with
+``--follow``, what is appended from then on), and stderr names the head as ``since=N`` (the
+position to pass as ``--since`` to continue from there)."""
 
 from __future__ import annotations
 
 import sys
 import time
-from typing import Optional
+from typing import Literal
 
 import typer
 
-from ...events import TopicFilter
+from ...errors import InvalidInput
+from ...events import StoredEvent, TopicFilter
 from .app import state
 from .common import JSON, one_of
 from .groups import events_app
 from .render import emit_json, event_json, event_line, print_events, progress_bar
 
 
-
 @events_app.command("tail")
 def tail(
     ctx: typer.Context,
-    since: Optional[int] = typer.Option(None, "--since", help="Events after this position (default: the last -n)."),
+    since: str | None = typer.Option(
+        None, "--since", help="Events after this position, or 'now' (only new ones; default: the last -n)."
+    ),
     kind: list[str] = typer.Option([], "--kind", help="Only these kinds (repeatable; 'agent.*' for a family)."),
-    actor: Optional[str] = typer.Option(None, "--actor", help="Only events appended by this agent."),
-    to_agent: Optional[str] = typer.Option(
+    actor: str | None = typer.Option(None, "--actor", help="Only events appended by this agent."),
+    to_agent: str | None = typer.Option(
         None, "--to-agent", help="As seen by this agent: broadcasts and events directed to it."
     ),
-    channel: Optional[str] = typer.Option(None, "--channel", help="Only this channel."),
-    stream: Optional[str] = typer.Option(None, "--stream", help="Only streams starting with this prefix."),
-    consistency: Optional[str] = typer.Option(None, "--consistency", callback=one_of("strong", "eventual"),
+    channel: str | None = typer.Option(None, "--channel", help="Only this channel."),
+    stream: str | None = typer.Option(None, "--stream", help="Only streams starting with this prefix."),
+    consistency: str | None = typer.Option(None, "--consistency", callback=one_of("strong", "eventual"),
                                               help="strong or eventual."),
     limit: int = typer.Option(20, "-n", "--limit", min=0, help="How many recent events without --since."),
     follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new events as they are appended."),
-    timeout: Optional[float] = typer.Option(
+    timeout: float | None = typer.Option(
         None, "--timeout", min=0, help="With --follow: stop after this many seconds."
     ),
     json_: bool = JSON,
@@ -44,13 +50,19 @@ def tail(
         kinds=tuple(kind) or None, actor=actor, to_agent=to_agent, channel=channel, stream_prefix=stream,
         consistency=consistency,
     )
-    if since is None:
+    start = _since(since)
+    if start == "now":
+        last = store.head().position
+        events: list[StoredEvent] = []
+        sys.stderr.write(f"since={last}\n")
+        sys.stderr.flush()
+    elif start is None:
         head = store.head().position
         events = store.read_last(limit, flt)
         last = head
     else:
-        events = store.read_all(since, flt)
-        last = events[-1].position if events else since
+        events = store.read_all(start, flt)
+        last = events[-1].position if events else start
     print_events(events, as_json)
     if events:
         last = max(last, events[-1].position)
@@ -63,6 +75,22 @@ def tail(
         if new:
             print_events(new, as_json)
             last = new[-1].position
+
+
+def _since(raw: str | None) -> int | Literal["now"] | None:
+    """``--since``: None (the last -n), ``"now"``, or a position."""
+    if raw is None:
+        return None
+    text = raw.strip()
+    if text == "now":
+        return "now"
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise InvalidInput("EVENT_INVALID_CURSOR", f"--since must be a log position (0 or more) or 'now', not {raw[:40]!r}")
+    return value
 
 
 @events_app.command("search")

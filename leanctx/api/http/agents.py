@@ -3,7 +3,11 @@
 Registration answers with the agent's token (see ``tokens``); heartbeat and deregister act as
 the agent that token proves. Re-registering an id the log already knows (a rejoin, or taking
 over an id used from the CLI) needs that id's token (``403 AUTH_AGENT_ID_TAKEN``), so nobody
-obtains another agent's token by naming it. The ``agent.register`` command decides this in its
+obtains another agent's token by naming it. Each registration answers a fresh token, bound to
+it: the previous one is refused from then on, and once the agent leaves (deregisters, or its
+timeout is recorded) its token acts no more (``401 AUTH_AGENT_TOKEN_REVOKED``, see
+``security``) except here, in the agent's own lifecycle: register again with it (a rejoin, the
+one way back), heartbeat (the registry answers ``409 AGENT_LEFT``) and deregister (a no-op). The ``agent.register`` command decides this in its
 write transaction (``new_only``), so a refused caller appends no ``agent.registered``, also when
 several servers share the log. An id that is another agent's name is refused for everyone
 (``409 AGENT_ID_TAKEN``, see ``leanctx.commands.agents``). Registering gives the agent its Ed25519 signing key
@@ -130,7 +134,8 @@ def _acted(st: ServerState, agent_id: str) -> tuple[bool, int]:
 async def register(request: Request) -> Response:
     st = srv(request)
     body = convert(await json_body(request, st.config.max_body_bytes), RegisterBody, what="agent.register")
-    caller = agent_of(request, st.tokens)
+    # a departed agent's token only serves to register that same id again (a rejoin)
+    caller = agent_of(request, st.tokens, lifecycle=body.agent_id is not None)
     if body.agent_id is not None and caller is not None and caller != body.agent_id:
         raise mismatch(caller, body.agent_id)
     client = request.client
@@ -155,10 +160,24 @@ async def register(request: Request) -> Response:
             raise _taken(body.agent_id) from None
         raise
     r = res.value
+    token = st.tokens.mint(r.agent_id, await st.run(_registered_at, st, res.positions, r.agent_id))
     return JSON(Registered(agent_id=r.agent_id, name=r.name, agent_type=r.agent_type, role=r.role,
                            project_root=r.project_root, heartbeat_interval=r.heartbeat_interval,
-                           ttl_seconds=r.ttl_seconds, rejoined=r.rejoined, agent_token=st.tokens.mint(r.agent_id),
+                           ttl_seconds=r.ttl_seconds, rejoined=r.rejoined, agent_token=token,
                            key_fingerprint=r.key_fingerprint, key_warning=r.key_warning))
+
+
+def _registered_at(st: ServerState, positions: list[int], agent_id: str) -> str:
+    """(Worker thread.) The time of the ``agent.registered`` a registration appended (of the
+    first answer, for an idempotent replay), which its token names (see ``tokens``)."""
+    for p in positions:
+        e = st.lc.store.get(p)
+        if e is not None and e.kind == "agent.registered" and getattr(e.data(), "agent_id", None) == agent_id:
+            return e.ts
+    found = find_agent(st.reader("agents"), agent_id, now=st.now())  # pragma: no cover - always appended
+    if found is None or found.agent_id != agent_id:
+        raise HttpError(500, "AGENT_NOT_REGISTERED", f"agent {agent_id!r} was registered but is not in the registry")
+    return found.registered_at
 
 
 async def _check_named(st: ServerState, agent: str, named: str | None) -> None:
@@ -178,7 +197,7 @@ async def _check_named(st: ServerState, agent: str, named: str | None) -> None:
 
 async def heartbeat(request: Request) -> Response:
     st = srv(request)
-    agent = require_agent(request, st.tokens)
+    agent = require_agent(request, st.tokens, lifecycle=True)  # a departed agent is told AGENT_LEFT
     body = convert(await json_body(request, st.config.max_body_bytes), HeartbeatBody, what="agent.heartbeat")
     await _check_named(st, agent, body.agent)
     res = await st.dispatch(request, Heartbeat(agent=agent, status=body.status), actor=agent)
@@ -187,7 +206,7 @@ async def heartbeat(request: Request) -> Response:
 
 async def deregister(request: Request) -> Response:
     st = srv(request)
-    agent = require_agent(request, st.tokens)
+    agent = require_agent(request, st.tokens, lifecycle=True)  # leaving twice is a no-op
     body = convert(await json_body(request, st.config.max_body_bytes), DeregisterBody, what="agent.deregister")
     await _check_named(st, agent, body.agent)
     res = await st.dispatch(request, Deregister(agent=agent, reason=body.reason), actor=agent)

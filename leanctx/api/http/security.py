@@ -23,27 +23,45 @@ In order, for every request:
 Agent identity is separate from the bearer token (which only says "may use this server"): an
 agent's actions need *its own* token in ``X-Agent-Token`` (see ``tokens``). ``require_agent``
 returns the agent id the token proves (``401 AUTH_AGENT_TOKEN_REQUIRED`` /
-``401 AUTH_AGENT_TOKEN_INVALID``), and ``same_agent`` refuses a body that names another agent
+``401 AUTH_AGENT_TOKEN_INVALID``), and ``mismatch`` refuses a body that names another agent
 (``403 AUTH_AGENT_MISMATCH``): nobody can act as another agent.
+
+5. A request that sends an ``X-Agent-Token`` (after the checks above) has it looked up, in a
+   worker thread, in the log's agents projection (``AgentCredential``): a good signature is not
+   enough, the token's registration must be the agent's current one and the agent must not have
+   left (deregistered over HTTP, the CLI or MCP, or its timeout recorded). Otherwise the token is
+   revoked: ``401 AUTH_AGENT_TOKEN_REVOKED`` (details: ``agent``, ``reason``), for every route
+   that reads the agent from it. The decision is the log's, so it holds across restarts and
+   for every server sharing the log. One exception, the agent's own lifecycle
+   (``lifecycle=True``: register, heartbeat, deregister in ``agents``): the current
+   registration's token of an agent that left still says who it is there, so that it can rejoin
+   (a fresh token), be told by the registry that it left (``AGENT_LEFT``), or leave again (a
+   no-op). A token of an earlier registration is refused there too.
 """
 
 from __future__ import annotations
 
 import hmac
 import ipaddress
+import logging
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlsplit
 
+import anyio
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ...projections.agents import AgentView, find_agent
 from .ratelimit import TokenBucket
 from .responses import HttpError, error_response
 from .tokens import HEADER, AgentTokens
 
+log = logging.getLogger("leanctx.http")
+
 if TYPE_CHECKING:
     from .config import ServerConfig
+    from .state import ServerState
 
 # no credentials needed: liveness, and the dashboard's static files (they carry no data). Exact
 # paths, not a prefix: nothing else under /dashboard/ (a route added later, an unknown name)
@@ -69,6 +87,8 @@ class SecurityMiddleware:
             return
         try:
             self._check(scope)
+            if scope.get("path", "") not in PUBLIC_PATHS:
+                await self._credential(scope)
         except HttpError as err:
             if scope["type"] == "websocket":
                 await send({"type": "websocket.close", "code": 1008})
@@ -103,6 +123,13 @@ class SecurityMiddleware:
                                 "the bearer token is not the one this server was started with",
                                 headers={"WWW-Authenticate": 'Bearer realm="lean-ctx", error="invalid_token"'})
 
+    async def _credential(self, scope: Scope) -> None:
+        """Look the agent token up in the log (module doc, 5.); handlers read the answer."""
+        raw = _headers(scope).get(HEADER.lower())
+        st = getattr(getattr(scope.get("app"), "state", None), "srv", None)
+        if raw is not None and st is not None:
+            scope[CREDENTIAL] = await anyio.to_thread.run_sync(credential_of, st, raw)
+
     def _same_origin(self, origin: str, host: str) -> bool:
         """``origin`` is this server's own (module doc, 2.); ``host`` is the allowed Host header."""
         try:
@@ -121,7 +148,8 @@ class SecurityMiddleware:
         """The two buckets of the module doc (3.), before the bearer check."""
         client = scope.get("client")
         address = _address_key(client[0] if client else "?")
-        agent = self.tokens.verify(headers.get(HEADER.lower()))  # an HMAC: no database
+        claim = self.tokens.verify(headers.get(HEADER.lower()))  # an HMAC: no database
+        agent = claim.agent_id if claim else None
         for limiter, key, per in ((self.per_address, f"net:{address}", "address"),
                                   (self.limiter, f"agent:{agent}" if agent else f"addr:{address}", "client")):
             wait = limiter.take(key)
@@ -156,21 +184,80 @@ def _headers(scope: Scope) -> dict[str, str]:
 
 # --- agent identity -----------------------------------------------------------------------
 
-def agent_of(request: Request, tokens: AgentTokens) -> str | None:
-    """The agent a present, valid ``X-Agent-Token`` proves; None when the header is absent.
-    A present but invalid token is refused (``401 AUTH_AGENT_TOKEN_INVALID``)."""
+CREDENTIAL = "leanctx.agent_credential"  # the scope key of the request's AgentCredential
+INVALID, CURRENT, LEFT, EARLIER = "invalid", "current", "left", "earlier"
+REVOKED = "AUTH_AGENT_TOKEN_REVOKED"
+
+
+class AgentCredential(NamedTuple):
+    """An ``X-Agent-Token`` as the log sees it: ``state`` is ``invalid`` (not signed by this
+    server), ``current`` (the agent's current registration, not left), ``left`` (that
+    registration, but the agent left) or ``earlier`` (another registration than the agent's
+    current one, or an agent this log does not hold)."""
+
+    agent_id: str | None
+    state: str
+    agent: AgentView | None = None  # the agent as the projection holds it
+    error: str | None = None  # the lookup failed: why
+
+
+def credential_of(st: ServerState, raw: str) -> AgentCredential:
+    """(Worker thread.) The token ``raw`` checked against the agents projection."""
+    claim = st.tokens.verify(raw)
+    if claim is None:
+        return AgentCredential(None, INVALID)
+    try:
+        found = find_agent(st.reader("agents"), claim.agent_id, now=st.now())
+    except Exception as exc:  # noqa: BLE001 - answered as a 503 by the handler that needs the agent
+        log.warning("could not look the agent token of %s up: %s", claim.agent_id, exc)
+        return AgentCredential(claim.agent_id, INVALID, error=f"{type(exc).__name__}: {exc}")
+    if found is None or found.agent_id != claim.agent_id or found.registered_at != claim.registered_at:
+        return AgentCredential(claim.agent_id, EARLIER, found if found and found.agent_id == claim.agent_id else None)
+    return AgentCredential(claim.agent_id, LEFT if found.left_at is not None else CURRENT, found)
+
+
+def _revoked(cred: AgentCredential) -> HttpError:
+    agent = cred.agent
+    if cred.state == EARLIER:
+        since = f" (it registered again at {agent.registered_at})" if agent is not None else ""
+        return HttpError(401, REVOKED,
+                         f"this {HEADER} is from an earlier registration of agent {cred.agent_id!r}{since}, or from"
+                         " another log: use the token its last registration answered, or register without agent_id"
+                         " to get a new identity", agent=cred.agent_id, reason="registered_again")
+    assert agent is not None
+    how = "timed out (its heartbeats stopped)" if agent.timed_out else "left"
+    return HttpError(401, REVOKED,
+                     f"agent {agent.name} ({agent.agent_id}) {how} at {agent.left_at} ({agent.left_reason}), so its"
+                     f" token no longer acts; to come back, register again with it: POST /v1/agents/register with"
+                     f" agent_id {agent.agent_id!r} and this {HEADER}, which answers a fresh token",
+                     agent=agent.agent_id, reason=agent.left_reason)
+
+
+def agent_of(request: Request, tokens: AgentTokens, *, lifecycle: bool = False) -> str | None:
+    """The agent a present, valid, not revoked ``X-Agent-Token`` proves; None when the header is
+    absent. A token this server did not sign is ``401 AUTH_AGENT_TOKEN_INVALID``; one whose
+    agent left or registered again since is ``401 AUTH_AGENT_TOKEN_REVOKED`` (module doc, 5.;
+    ``lifecycle``: the agent's own register / heartbeat / deregister, where a left agent's
+    current token still counts)."""
     raw = request.headers.get(HEADER)
     if raw is None:
         return None
-    agent = tokens.verify(raw)
-    if agent is None:
+    cred = request.scope.get(CREDENTIAL)
+    if not isinstance(cred, AgentCredential):  # not looked up by the middleware (a mounted app)
+        cred = credential_of(request.app.state.srv, raw)
+    if cred.error is not None:
+        raise HttpError(503, "AUTH_AGENT_TOKEN_UNCHECKED",
+                        f"the {HEADER} could not be checked against the log ({cred.error[:200]}); retry")
+    if cred.state == INVALID or cred.agent_id is None:
         raise HttpError(401, "AUTH_AGENT_TOKEN_INVALID",
                         f"the {HEADER} header is not a token this server issued; register again to get one")
-    return agent
+    if cred.state == CURRENT or (cred.state == LEFT and lifecycle):
+        return cred.agent_id
+    raise _revoked(cred)
 
 
-def require_agent(request: Request, tokens: AgentTokens) -> str:
-    agent = agent_of(request, tokens)
+def require_agent(request: Request, tokens: AgentTokens, *, lifecycle: bool = False) -> str:
+    agent = agent_of(request, tokens, lifecycle=lifecycle)
     if agent is None:
         raise HttpError(401, "AUTH_AGENT_TOKEN_REQUIRED",
                         f"this action is taken by an agent: send its token in {HEADER} (from POST /v1/agents/register)")

@@ -8,7 +8,12 @@ with the command that shows it whole.
 
 An ``agent=`` argument is an agent id, or a name in the caller's project (names repeat per
 project); one that names nobody is refused with ``AGENT_NOT_FOUND`` rather than answered as an
-empty diary or an unlimited budget of nobody."""
+empty diary or an unlimited budget of nobody.
+
+``poll_events`` shows the log as the caller may see it (``leanctx.commands.chat_reads.AgentScope``):
+its own events, events directed to it, and the broadcast coordination events of its project
+(messages, tasks, claims, locks, joins and leaves), never other agents' tool calls, reads or shell
+runs; ``since="now"`` answers no past event and the head to poll from next."""
 
 from __future__ import annotations
 
@@ -43,7 +48,7 @@ class AgentArgs(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     agent: str | None = None
     grep: str | None = None
     kinds: list[str] | None = None
-    since: int | None = None
+    since: int | Literal["now"] | None = None
     limit: int | None = None
     status: str | None = None
     role: str | None = None
@@ -217,13 +222,13 @@ def _recall(lc: Any, caller: Caller, a: AgentArgs) -> dict[str, Any]:
 
 
 def _poll(lc: Any, caller: Caller, a: AgentArgs) -> dict[str, Any]:
-    from ...commands.chat_reads import identity, poll_events
+    from ...commands.chat_reads import AgentScope, identity, poll_events
     from ...events import TopicFilter
     from ...events.codec import payload_dict
 
     me = identity(lc, _me(caller), project=caller.project)
-    flt = TopicFilter(kinds=tuple(a.kinds) if a.kinds else None, to_agent=me, channel=a.channel)
-    res = poll_events(lc.store, a.since or 0, flt, a.limit or 100)
+    flt = TopicFilter(kinds=tuple(a.kinds) if a.kinds else None, channel=a.channel)
+    res = poll_events(lc.store, a.since or 0, flt, a.limit or 100, scope=AgentScope(me, caller.project))
     lines = []
     for e in res.events:
         data = {k: v for k, v in payload_dict(e.payload).items() if k != "kind" and v not in (None, "", [], {})}
@@ -273,6 +278,7 @@ Coordinate with other agents. action: list | channels | init(channel, members?, 
 post(title, body, to?, channel?, category?) | read(channel?, limit?) |
 claim/release(target: file or task) | sync (scent field) |
 diary(category: discovery|decision|blocker|progress|insight, text, tags?) | recall_diary(agent?, grep?) |
-poll_events(since, kinds?) | heartbeat(status?) | budget | register(role).""")
+poll_events(since|"now", kinds?): yours, to you, project messages/tasks/claims/locks/joins;
+not others' tool calls | heartbeat(status?) | budget | register(role).""")
 def ctx_agent(lc: Any, caller: Caller, a: AgentArgs) -> dict[str, Any]:
     return _ACTIONS[a.action](lc, caller, a)

@@ -43,6 +43,11 @@ def test_last_event_id_resumes_with_no_gap_and_no_duplicate(make_server) -> None
     # a position this log never had: it was replaced (or the client talks to another server)
     r = api.client.get("/v1/events", headers={"Last-Event-ID": str(int(ids[-1]) + 1000)})
     assert r.status_code == 422 and r.json()["error"]["code"] == "EVENT_CURSOR_AHEAD"
+    for huge in (str(2**62 + 1), "99999999999999999999"):  # however far past the head: the same answer
+        r = api.client.get("/v1/events", headers={"Last-Event-ID": huge})
+        assert r.status_code == 422 and r.json()["error"]["code"] == "EVENT_CURSOR_AHEAD", r.text
+        r = api.client.get("/v1/events/poll", params={"since": huge})
+        assert r.status_code == 422 and r.json()["error"]["code"] == "EVENT_CURSOR_AHEAD", r.text
 
 
 def test_resume_from_the_log_while_another_process_appends(make_server) -> None:  # noqa: F811
@@ -130,7 +135,8 @@ def test_search_lineage_poll_and_summary(make_server) -> None:  # noqa: F811
     up = api.client.get(f"/v1/events/lineage/{res['positions'][0]}").json()
     assert [e["position"] for e in up["ancestors"]] == [call]
     for bad, status, code in (("abc", 422, "EVENT_INVALID_POSITION"), ("0", 422, "EVENT_INVALID_POSITION"),
-                              ("99999", 404, "EVENT_NOT_FOUND")):
+                              ("99999", 404, "EVENT_NOT_FOUND"), (str(2**62 + 1), 404, "EVENT_NOT_FOUND"),
+                              ("99999999999999999999", 404, "EVENT_NOT_FOUND")):
         r = api.client.get(f"/v1/events/lineage/{bad}")
         assert r.status_code == status and r.json()["error"]["code"] == code
     for q in ("", "   "):

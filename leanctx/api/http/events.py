@@ -102,7 +102,7 @@ def _since(request: Request) -> int | Literal["now"]:
         value = int(raw)
     except ValueError:
         return check_since(raw)  # refused: EVENT_INVALID_CURSOR
-    return check_since(value if value <= 2**62 else raw)
+    return check_since(value)  # past the head (however far): EVENT_CURSOR_AHEAD
 
 
 def _render(e: StoredEvent) -> ServerSentEvent:
@@ -174,7 +174,7 @@ async def lineage(request: Request) -> Response:
         position = int(raw)
     except ValueError:
         raise InvalidInput("EVENT_INVALID_POSITION", f"{raw[:40]!r} is not a log position (a whole number)") from None
-    if not 1 <= position <= 2**62:
+    if position < 1:  # past the head (however far): EVENT_NOT_FOUND, as for any unknown position
         raise InvalidInput("EVENT_INVALID_POSITION", "a log position is 1 or more")
     _, scope = reader(request)
     lin = await st.run(st.lc.store.lineage, position)

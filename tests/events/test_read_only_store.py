@@ -352,3 +352,23 @@ def test_chmod_read_only_log_opens_read_only(shared: Path, cli_log: Path) -> Non
         logdir.chmod(0o755)
         for f in (db, Path(f"{db}-wal"), Path(f"{db}-shm")):
             f.chmod(0o644)
+
+
+def test_agent_list_on_a_read_only_log_shows_stale_agents_without_recording_their_timeout(tmp_path: Path) -> None:
+    """On a writable log the first listing that sees a stale agent records its timeout; a
+    read-only log is listed as it is."""
+    import time
+
+    from leanctx.commands.agents import RegisterAgent
+
+    db = tmp_path / "stale.db"
+    (tmp_path / ".git").mkdir()
+    with LeanCtx(db) as lc:  # registered an hour ago, never heard of since
+        lc.bus.dispatch(RegisterAgent(agent_type="cursor", role="dev", agent_id="old"), actor="old",
+                        now=time.time() - 3600, project=str(tmp_path))
+    before = sha(db)
+    agents = ok_json(cli(db, "agent", "list", "--json", env={"LEAN_CTX_READ_ONLY": "1"}, cwd=tmp_path))[0]
+    assert [(a["agent_id"], a["status"], a["timed_out"]) for a in agents] == [("old", "stale", False)], agents
+    assert sha(db) == before
+    agents = ok_json(cli(db, "agent", "list", "--json", cwd=tmp_path))[0]  # writable: the timeout is recorded
+    assert [(a["agent_id"], a["left_reason"], a["timed_out"]) for a in agents] == [("old", "heartbeat_timeout", True)]

@@ -89,7 +89,8 @@ def list_(
     now = clock.now()
     scope = None if any_project else st.project_root()
     agents = list_agents(lc.projections.reader("agents"), now=now, project_root=scope, include_left=all_)
-    if any(a.status == "stale" and not a.timed_out for a in agents):
+    # a read-only log is listed as it is: stale agents show as stale, their timeout is not recorded
+    if not lc.store.read_only and any(a.status == "stale" and not a.timed_out for a in agents):
         from ...commands.agents import SweepAgents
 
         swept = dispatch(st, SweepAgents(project_root=scope, all_projects=scope is None), now=now)

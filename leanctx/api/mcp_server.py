@@ -39,6 +39,13 @@ gives every caller ``allow_exec=False``, so the registry refuses calls that run 
 files (``HTTP_EXEC_DISABLED``, ``ctx_call`` included), and ``tools/list`` leaves out the tools
 that always need exec (``ctx_shell``, ``ctx_edit``).
 
+Cancellation and shutdown: a tool call runs in a worker thread under a cancel event
+(``ops.process.cancel_on``). When the call is cancelled (the client's ``notifications/cancelled``,
+a closed stream, the server stopping), the event is set, so a command the call runs has its
+process group killed at once (exit 130, noted); the handler waits for the thread, so what the call
+records (``shell.ran``, its output archived) is written before the cancellation goes on.
+Serving it (stdio, streamable HTTP on a port, and what a stop signal does) is ``mcp_serve``.
+
 Requests at the stateless 2026-07-28 protocol (no ``initialize``; the SDK's default client
 negotiates it) have no MCP session: they run as one lean-ctx session per client name, listing
 every tool (change notifications need ``subscriptions/listen`` there).
@@ -49,6 +56,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import threading
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
@@ -74,6 +82,7 @@ from mcp_types import Tool as MCPTool
 
 from .. import __version__
 from ..errors import LeanCtxError
+from ..ops.process import cancel_on
 from . import mcp_resources as res
 from . import mcp_session as ms
 from . import registry
@@ -138,6 +147,7 @@ class LeanCtxMCP(MCPServer):
         super().__init__(name=name, version=__version__,
                          instructions=INSTRUCTIONS if hub.allow_exec else NO_EXEC_INSTRUCTIONS, log_level="WARNING",
                          lifespan=_lifespan, middleware=[self._middleware])
+        self.calls_running = 0  # tool calls in their worker thread (``mcp_serve`` waits for them on a stop)
 
     # --- sessions ----------------------------------------------------------------------------
     async def session_for(self, rc: Any) -> McpSession:
@@ -198,7 +208,7 @@ class LeanCtxMCP(MCPServer):
         if resume:  # the client lost what it was sent: no stub may stand for it from here on
             await self._context_lost(sess, n)
         try:
-            out = await self.hub.run(lambda: registry.call(self.hub.lc, caller, name, args))
+            out = await self._cancellable(lambda: registry.call(self.hub.lc, caller, name, args))
         except Exception as exc:
             if not isinstance(exc, LeanCtxError):
                 log.exception("tool %s failed", name)
@@ -214,6 +224,38 @@ class LeanCtxMCP(MCPServer):
         if resume:
             await self._add_resume(result, sess)
         return result
+
+    async def _cancellable(self, fn: Callable[[], Any]) -> Any:
+        """``fn()`` in a worker thread; cancelling the call kills the commands it runs and still
+        waits for the thread (see the module doc)."""
+        cancel = threading.Event()
+
+        def work() -> tuple[Any, Exception | None]:  # its error is raised out here, not in a group
+            with cancel_on(cancel):
+                try:
+                    return fn(), None
+                except Exception as exc:  # noqa: BLE001 - re-raised below
+                    return None, exc
+
+        async def watch() -> None:
+            try:
+                await anyio.sleep_forever()
+            finally:  # the call was cancelled (or it is over: then this changes nothing)
+                cancel.set()
+
+        self.calls_running += 1
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(watch)
+                try:
+                    value, error = await anyio.to_thread.run_sync(work)  # not abandoned when cancelled: awaited
+                finally:
+                    tg.cancel_scope.cancel()
+        finally:
+            self.calls_running -= 1
+        if error is not None:
+            raise error
+        return value
 
     async def _context_lost(self, sess: McpSession, call: int) -> None:
         """Record ``session.context_lost`` for the session before the call runs, so a read in
@@ -337,12 +379,6 @@ def structured_from_env() -> bool:
     return os.environ.get(STRUCTURED_ENV, "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def serve_stdio(server: LeanCtxMCP) -> None:
-    """Serve one client on stdin/stdout until it closes the connection."""
-    server.hub.client_pid = os.getppid()
-    anyio.run(server.run_stdio_async)
-
-
 def http_app(server: LeanCtxMCP, *, path: str = "/mcp", host: str = "127.0.0.1", transport_security: Any = None,
              json_response: bool = False) -> Any:
     """A Starlette app serving streamable HTTP MCP at ``path`` (its lifespan runs the sessions).
@@ -361,21 +397,3 @@ def http_mount(server: LeanCtxMCP, *, path: str = "/mcp", host: str = "127.0.0.1
     """
     app = http_app(server, path=path, host=host, transport_security=transport_security)
     return list(app.routes), server.session_manager.run
-
-
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
-
-
-def serve_http(server: LeanCtxMCP, *, host: str = "127.0.0.1", port: int = DEFAULT_HTTP_PORT) -> None:
-    """Serve streamable HTTP MCP alone on ``host:port`` (loopback only: ``lean-ctx serve`` is the
-    server for other binds, with its bearer tokens)."""
-    import uvicorn
-
-    if host not in LOOPBACK:
-        from ..errors import InvalidInput
-
-        raise InvalidInput("MCP_NON_LOOPBACK_BIND", f"lean-ctx mcp --http binds loopback only, not {host!r}; use "
-                           "`lean-ctx serve --host ...` (with its bearer token) for other interfaces")
-    config = uvicorn.Config(http_app(server, host=host), host=host, port=port, log_level="warning",
-                            lifespan="on")
-    uvicorn.Server(config).run()

@@ -43,6 +43,9 @@ Standard input: ``stdin`` (a file descriptor or a file object) is given to the c
 standard input; the CLI passes its own when it is not a terminal (``echo x | lean-ctx shell --
 cat``). Without it (MCP, HTTP: they have no standard input) the command reads an empty input.
 
+A cancelled run (``ops.process``: its MCP call was cancelled, exit 130) reaches no one: its
+output so far is archived (the archive ``shell.ran`` names) even when nothing was omitted.
+
 ``compress_captured`` is the same pipeline for output captured earlier (``lean-ctx
 compress --as CMD``). Running the process is ``ops.process``; sending an archive back
 (``expand``) is ``ops.expand`` (both re-exported here).
@@ -73,9 +76,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_MAX_OUTPUT_BYTES",
+    "TIMEOUT_EXIT_CODE",
     "Expansion",
     "ShellResult",
-    "TIMEOUT_EXIT_CODE",
     "compress_captured",
     "expand",
     "parse_line_range",
@@ -154,7 +157,7 @@ def _env_secrets(passed: Mapping[str, str]) -> list[str]:
 # ----------------------------------------------------------------------------- budget
 
 
-def _budget_precheck(lc: "LeanCtx", actor: str | None, session_id: str | None, project: str | None,
+def _budget_precheck(lc: LeanCtx, actor: str | None, session_id: str | None, project: str | None,
                      now: float | None) -> None:
     """Refuse before running when the agent's budget is already spent. The read is lock-free;
     only an apparent refusal goes through the bus (decided under the lock, and recorded)."""
@@ -225,6 +228,15 @@ def _cap(store: ArchiveStore, text: str, cap: int, encoding: str) -> tuple[str, 
 # ----------------------------------------------------------------------------- compress + record
 
 
+def _archive_info(full: str, encoding: str) -> ArchiveInfo:
+    """What ``shell.record`` is told of the archive of the output ``full``."""
+    from ..context.tokens import count_tokens
+
+    archive_id, digest = ArchiveStore.id_of(full)
+    return ArchiveInfo(archive_id=archive_id, sha256=digest, bytes=len(full.encode("utf-8", "surrogatepass")),
+                       lines=full.count("\n"), tokens=count_tokens(full, encoding))
+
+
 def _sent_spans(cut: Cut) -> list[list[int]]:
     """The lines of the capped answer's archive it sent whole: its head and its tail, as runs."""
     spans = [[1, cut.head]] if cut.head else []
@@ -234,7 +246,7 @@ def _sent_spans(cut: Cut) -> list[list[int]]:
 
 
 def _process(
-    lc: "LeanCtx",
+    lc: LeanCtx,
     *,
     command_text: str,
     pattern_command: str | list[str],
@@ -253,6 +265,7 @@ def _process(
     timed_out: bool = False,
     cap_tokens: int = ANSWER_CAP_TOKENS,
     secrets: Sequence[str] = (),
+    cancelled: bool = False,
 ) -> ShellResult:
     from ..context.shell import archive_text, compress, fill_archive, raw_render
     from ..context.shell.binary import escaped
@@ -276,12 +289,13 @@ def _process(
         body, pattern, omitted = c.text, c.pattern, c.omitted_lines
         if c.omitted_lines:
             full = archive_text(out, err, pattern_command)
-            archive_id, digest = ArchiveStore.id_of(full)
-            body = fill_archive(c.text, archive_id)
-            info = ArchiveInfo(archive_id=archive_id, sha256=digest, bytes=len(full.encode("utf-8", "surrogatepass")),
-                               lines=full.count("\n"), tokens=count_tokens(full, encoding))
+            info = _archive_info(full, encoding)
+            body = fill_archive(c.text, info.archive_id)
         if count_tokens(body, encoding) >= raw_tokens:  # never worse, on the text actually sent
             body, pattern, omitted, info = plain, "raw", 0, None
+    if cancelled and info is None and (out or err):  # its answer reaches no one: the output so far is kept
+        full = archive_text(out, err, pattern_command)
+        info = _archive_info(full, encoding)
     store = ArchiveStore.beside(lc.db)
     if info is not None:  # written before the events that name it
         store.put(full)
@@ -319,7 +333,7 @@ def _process(
 
 
 def run_shell(
-    lc: "LeanCtx",
+    lc: LeanCtx,
     argv_or_string: str | Sequence[str],
     *,
     cwd: str | os.PathLike[str] | None = None,
@@ -361,12 +375,12 @@ def run_shell(
         lc, command_text=command_text, pattern_command=pattern_command, stdout=run.stdout, stderr=run.stderr,
         exit_code=run.exit_code, duration_ms=run.duration_ms, captured=False, notes=[run.note] if run.note else [],
         raw=raw, actor=actor, session_id=session_id, project=project, now=now, encoding=encoding,
-        timed_out=run.timed_out, cap_tokens=cap_tokens, secrets=_env_secrets(passed),
+        timed_out=run.timed_out, cap_tokens=cap_tokens, secrets=_env_secrets(passed), cancelled=run.cancelled,
     )
 
 
 def compress_captured(
-    lc: "LeanCtx",
+    lc: LeanCtx,
     as_command: str | Sequence[str],
     text: str,
     *,

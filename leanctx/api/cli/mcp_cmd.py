@@ -29,12 +29,17 @@ def mcp_cmd(
     if tools:
         _print_tools(st.want_json(False))
         return
-    from ..mcp_server import build_server, serve_http, serve_stdio
+    from ..mcp_serve import serve_http, serve_stdio
+    from ..mcp_server import build_server
 
     server = build_server(st.open, project=st.project_root(), structured=True if structured else None)
     if http:
-        sys.stderr.write(f"lean-ctx MCP (streamable HTTP) on http://{host}:{port}/mcp\n")
-        serve_http(server, host=host, port=port)
+        def announce(bound: int) -> None:  # once the port is bound (a port in use: PORT_IN_USE)
+            shown = f"[{host}]" if ":" in host else host
+            sys.stderr.write(f"lean-ctx MCP (streamable HTTP) on http://{shown}:{bound}/mcp\n")
+            sys.stderr.flush()
+
+        serve_http(server, host=host, port=port, announce=announce)
     else:
         serve_stdio(server)
 

@@ -49,13 +49,15 @@ def _url(config: Any, port: int | None = None) -> str:
 
 
 def _run(config: Any, log_level: str, what: str, on_ready: Optional[Callable[[int], None]] = None) -> None:
+    """Serve; a port already in use is ``PORT_IN_USE`` (``http.server.listen``), before anything is printed."""
     from ..http.server import serve
 
-    where = _url(config) if config.port else f"{config.host} (a free port)"
-    sys.stderr.write(f"lean-ctx serving {what} at {where} (log {config.db}, project {config.project_root}"
-                     f"{', bearer token required' if config.token else ''}); Ctrl-C stops\n")
-    sys.stderr.flush()
-    serve(config, log_level=log_level.lower(), on_ready=on_ready)
+    def announce(port: int) -> None:
+        sys.stderr.write(f"lean-ctx serving {what} at {_url(config, port)} (log {config.db}, project "
+                         f"{config.project_root}{', bearer token required' if config.token else ''}); Ctrl-C stops\n")
+        sys.stderr.flush()
+
+    serve(config, log_level=log_level.lower(), on_ready=on_ready, announce=announce)
 
 
 def serve_cmd(

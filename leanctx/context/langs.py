@@ -41,7 +41,7 @@ _EXT: Final[dict[str, str]] = {
     ".json": "json", ".jsonc": "json", ".yaml": "yaml", ".yml": "yaml", ".toml": "toml",
     ".ini": "ini", ".cfg": "ini", ".xml": "xml", ".html": "html", ".htm": "html", ".css": "css",
     ".scss": "css", ".md": "markdown", ".rst": "text", ".txt": "text", ".log": "log", ".csv": "csv",
-    ".lock": "lock",
+    ".lock": "lock", ".mk": "make", ".mak": "make",
 }
 _NAMES: Final[dict[str, str]] = {
     "Makefile": "make", "makefile": "make", "GNUmakefile": "make", "Dockerfile": "dockerfile",

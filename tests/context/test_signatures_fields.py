@@ -102,14 +102,14 @@ ROWS = {
               "*, scale: float=1.0, _hidden_secret_value=…, _n: int=0)"),
     "KIND": "20   KIND: ClassVar[str] = \"point\"",  # a constant row, as before; not a field
     "norm": "26   norm()->float",
-    "Child": "30 @dataclasses.dataclass(…) class Child(Point)(z: int=0)",
+    "Child": "30 @dataclasses.dataclass(…) class Child(Point)(…Point, z: int=0)",
     "Msg": "35 class Msg(msgspec.Struct, frozen=True)(id: int, body: str=…)",
     "Pair": "40 class Pair(NamedTuple)(a: int, b: Point)",
     "Opts": "45 class Opts(TypedDict, total=False)(verbose: bool)",
     "A": "49 @attrs.define class A(q: int, r: list[int]=…, s: int)",
     "B": "56 @attr.s class B(u, v=3, w: int=0)",
     "User": "63 class User(BaseModel)(name: str, age: int=0, uri: str, nick: str | None=None)",
-    "Admin": "71 class Admin(User)(level: int=1)",
+    "Admin": "71 class Admin(User)(…User, level: int=1)",
     "Plain": "75 class Plain",
 }
 

@@ -18,7 +18,15 @@ Python: which classes
     ``@attr.s`` / ``@attr.attrs`` / ``@define`` / ``@frozen`` / ``@mutable`` (any module prefix:
     ``@attrs.define``), or deriving from ``Struct`` (msgspec), ``BaseModel`` / ``RootModel`` /
     ``BaseSettings`` (pydantic), ``NamedTuple`` or ``TypedDict`` (any module prefix), or from a
-    class of the same file that is one of these (its own fields only: the parent's row is above).
+    class of the same file that is one of these.
+Python: inherited fields
+    a data class is constructed with the fields of its data-class bases too, before its own. A
+    base of the same file whose row shows fields is written first, as ``…Base``, and its fields
+    are on its own row above: ``@dataclass class B(A)(…A, z: float=0.0)``, ``class
+    ListType(CollectionType)(…CollectionType)`` (no field of its own, yet not built from
+    nothing); several such bases in the order their fields come (the last base's first). A base
+    from another module is not marked: whether it has fields is not known here (most such bases
+    of the packages measured are plain mixins), and the base is named in the class's row anyway.
 Python: which fields
     ``name: T`` and ``name: T = default`` directly in the class body, and, unannotated,
     ``name = attr.ib(...)`` / ``attrs.field(...)`` / ``field(...)``. Left out: ``ClassVar[...]``
@@ -99,20 +107,38 @@ def _python(w: Any, node: Any, root: Any) -> str:
     name = node.child_by_field_name("name")
     if not _is_data(w, node, root):
         return ""
-    if name is not None:
-        w.data_classes.add(w.text(name.start_byte, name.end_byte))
+    cls = w.text(name.start_byte, name.end_byte) if name is not None else ""
+    if cls:
+        w.data_classes.add(cls)
+    with_fields = _with_fields(w)
+    fields = [f"…{b}" for b in reversed(_bases(w, node)) if b in with_fields]  # inherited, first
     body = node.child_by_field_name("body")
-    if body is None:
-        return ""
-    fields: list[str] = []
-    for c in body.named_children:
+    for c in body.named_children if body is not None else ():
         if c.type == "expression_statement" and c.named_child_count == 1:
             c = c.named_children[0]
         if c.type == "assignment":
             f = _py_field(w, c)
             if f is not None:
                 fields.append(f)
+    if fields and cls:
+        with_fields.add(cls)
     return "(" + ", ".join(fields) + ")" if fields else ""
+
+
+def _with_fields(w: Any) -> set[str]:
+    """The data classes of the file so far whose row shows fields (their own or inherited)."""
+    got: set[str] | None = getattr(w, "data_classes_with_fields", None)
+    if got is None:
+        got = set()
+        w.data_classes_with_fields = got
+    return got
+
+
+def _bases(w: Any, node: Any) -> list[str]:
+    """The base classes of a class definition, dotted, without their subscripts (``Base[T]``: ``Base``)."""
+    sup = node.child_by_field_name("superclasses")
+    return [_dotted(w, b) for b in (sup.named_children if sup is not None else ())
+            if b.type in ("identifier", "attribute", "subscript", "generic_type")]
 
 
 def _dotted(w: Any, n: Any) -> str:
@@ -131,13 +157,7 @@ def _is_data(w: Any, node: Any, root: Any) -> bool:
             name = _dotted(w, d.named_children[0])
             if name.rsplit(".", 1)[-1] in _DECORATORS or name in _ATTR_S:
                 return True
-    sup = node.child_by_field_name("superclasses")
-    for b in sup.named_children if sup is not None else ():
-        if b.type in ("identifier", "attribute", "subscript", "generic_type"):
-            name = _dotted(w, b)
-            if name.rsplit(".", 1)[-1] in _BASES or name in w.data_classes:
-                return True
-    return False
+    return any(name.rsplit(".", 1)[-1] in _BASES or name in w.data_classes for name in _bases(w, node))
 
 
 def _py_field(w: Any, a: Any) -> str | None:

@@ -44,6 +44,13 @@ not their parameters, written ``name(…)`` (``unwritten``):
   ``1 overload implementation written name(…): see its @overload rows``).
 
 Private constants, type aliases and classes stay written out (a public signature may name them).
+
+SQL and Makefiles: the declarations are a script's ``CREATE`` statements (``symbols.sql``: a
+table with its columns, a view with the columns its query gives, an index, a trigger without its
+body, a routine with its parameters and return type) and a Makefile's rules, variables and
+``define``s (``symbols.make``), their signatures compact as found; the map lists them by kind and
+name (``4 table events``, ``7 var prefix gitexecdir:8``, ``58 target $(GIT_SUBTREE)``) and a
+Makefile's ``include`` lines as its ``deps``.
 """
 
 from __future__ import annotations
@@ -173,7 +180,9 @@ def render_signatures(path: str, text: str, language: str) -> Rendered:
     = 1, 2``) share one row; a long run of constants is folded (``fold_runs``); a Python private
     function and an overload implementation are written ``name(…)`` (``unwritten``)."""
     n = len(source_lines(text))
-    symbols = compact_symbols(path, text, language)
+    # without a grammar (SQL, the regex fallback), the declarations are written as found
+    symbols = compact_symbols(path, text, language) if uses_tree_sitter(language) else extract_symbols(
+        path, text, language)
     private, impls = unwritten(symbols, language)
     out: list[str] = []
     shown: set[int] = set()
@@ -242,9 +251,22 @@ def unwritten(symbols: list[Symbol], language: str) -> tuple[set[int], set[int]]
 
 
 def _name_end(s: Symbol) -> int:
-    """Where the parameters of ``s``'s signature start (after its name), -1 when not found."""
-    m = re.search(r"(?:^|\s)" + re.escape(s.name) + r"\(", s.signature)
-    return -1 if m is None else m.end() - 1
+    """Where the parameters of ``s``'s signature start (after its name and its Python 3.12 type
+    parameters, ``f[T: (int, str)](``), -1 when not found."""
+    m = re.search(r"(?:^|\s)" + re.escape(s.name) + r"(?=[(\[])", s.signature)
+    if m is None:
+        return -1
+    at = m.end()
+    if s.signature[at] == "[":  # type parameters: to their closing bracket
+        depth = 0
+        for i in range(at, len(s.signature)):
+            depth += {"[": 1, "]": -1}.get(s.signature[i], 0)
+            if depth == 0:
+                at = i + 1
+                break
+        else:
+            return -1
+    return at if s.signature[at : at + 1] == "(" else -1
 
 
 def fold_runs(symbols: list[Symbol]) -> list[Symbol | str]:

@@ -6,6 +6,7 @@ import re
 
 from leanctx.context.langs import detect_language
 from leanctx.context.symbols import regex as _regex
+from leanctx.context.symbols import sql as _sql
 from leanctx.context.symbols import treesitter as _ts
 from leanctx.context.symbols.model import Symbol
 
@@ -17,10 +18,13 @@ def uses_tree_sitter(language: str) -> bool:
 
 
 def extract_symbols(path: str, text: str, language: str | None = None) -> list[Symbol]:
-    """Declarations in source order; tree-sitter when the language has a grammar, else regex."""
+    """Declarations in source order; tree-sitter when the language has a grammar, SQL's
+    ``CREATE`` statements by its lexer (``sql``), else keyword-led lines (``regex``)."""
     lang = language or detect_language(path, text)
     if _ts.supported(lang):
         return _ts.extract(lang, text)
+    if lang == "sql":
+        return _sql.extract(text)
     return _regex.extract(text)
 
 
@@ -42,6 +46,7 @@ _IMPORT_RULES: dict[str, list[re.Pattern[str]]] = {
     "haskell": [re.compile(r"^\s*import\s+(?:qualified\s+)?([\w.]+)")],
     "zig": [re.compile(r"@import\(\s*\"([^\"]+)\"\s*\)")],
     "bash": [re.compile(r"^\s*(?:source|\.)\s+(\S+)")],
+    "make": [re.compile(r"^\s*-?s?include\s+([^#\n]+)")],  # several files a line, by spaces
 }
 _IMPORT_RULES["typescript"] = _IMPORT_RULES["tsx"] = _IMPORT_RULES["javascript"]
 _IMPORT_RULES["cpp"] = _IMPORT_RULES["c"]
@@ -68,7 +73,7 @@ def extract_imports(language: str, text: str) -> list[tuple[int, str]]:
                 continue
         for rx in rules:
             for m in rx.finditer(line):
-                for mod in m.group(1).split(","):
+                for mod in m.group(1).split(None if language == "make" else ","):
                     mod = mod.strip()
                     if mod and mod not in seen:
                         seen.add(mod)

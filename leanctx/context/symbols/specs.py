@@ -12,7 +12,7 @@ from typing import Final
 
 import msgspec
 
-__all__ = ["LangSpec", "SPECS"]
+__all__ = ["SPECS", "LangSpec"]
 
 
 class LangSpec(msgspec.Struct, frozen=True):

@@ -3,9 +3,10 @@
 Which module-level bindings (constants, variables) count as declarations, which names an
 export list or CommonJS makes exported, and how a declaration that binds several names or an
 exported object literal of functions become several symbols: see ``bindings``. C/C++ macro words
-before a function: ``cmacros``. Elixir and Zig: ``special``. A function declared without a body
-(C prototype, TS overload, Rust trait method) has its whole declaration as its signature
-(``prototype``); any other bodiless declaration spanning lines, its first line and ``…``."""
+before a function: ``cmacros``. Elixir and Zig: ``special``; Makefiles: ``make``. A function
+declared without a body (C prototype, TS overload, Rust trait method) has its whole declaration
+as its signature (``prototype``); any other bodiless declaration spanning lines, its first line
+and ``…``."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import Any
 
 from leanctx.context.symbols import bindings as _b
 from leanctx.context.symbols import cmacros as _cmacros
+from leanctx.context.symbols import make as _make
 from leanctx.context.symbols import special as _special
 from leanctx.context.symbols.model import Symbol
 from leanctx.context.symbols.nodes import contains as _contains
@@ -37,7 +39,7 @@ _NAME_TYPES = ("identifier", "type_identifier", "simple_identifier", "field_iden
 
 
 def supported(language: str) -> bool:
-    return language in SPECS
+    return language in SPECS or language in _WHOLE_FILE
 
 
 def parser_for(language: str) -> Any:
@@ -352,6 +354,7 @@ class _Walker:
 
 
 _CONSTANT = _b.CONSTANT
+_WHOLE_FILE = {"make": _make.extract}  # no declaration walk: rules and variables (``make``)
 _C_LANGS = frozenset({"c", "cpp"})
 _FUNCTION_DECLARATORS = frozenset({"function_declarator"})
 _FINAL_ANN = re.compile(r"(?:\w+\.)?Final\b")
@@ -394,6 +397,9 @@ def extract(language: str, text: str, walker: type[_Walker] = _Walker) -> list[S
     """All declarations of ``text`` in ``language`` (must be :func:`supported`); ``walker``
     renders their signatures (the ``signatures`` mode passes its compact one)."""
     src = text.encode("utf-8")
+    whole = _WHOLE_FILE.get(language)
+    if whole is not None:  # a language walked by a module of its own, whose signatures are compact
+        return whole(parser_for(language), src)
     tree = parser_for(language).parse(src)
     w = walker(language, src)
     if language in _b.JS_LANGS:

@@ -50,3 +50,18 @@ def test_schemas_validate_real_payloads(kind: str) -> None:
     props = next(iter(defs.values()))["properties"] if defs else doc["properties"]
     assert set(props) == {"kind", *cls.__struct_encode_fields__}
     assert msgspec.json.schema(cls)  # generation itself works
+
+
+def test_projections_sql_runs_in_sqlite() -> None:
+    """The generated DDL is SQL a reader can run: every table and index of every projection comes
+    out of it (a DDL's `--` comment must not swallow the rest of its statement)."""
+    import apsw
+
+    from leanctx.projections import default_projections
+
+    conn = apsw.Connection(":memory:")
+    conn.execute(schema_gen.projections_sql())
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'index')")}
+    for p in default_projections():
+        for table in p.tables:
+            assert table in names, (p.name, table)

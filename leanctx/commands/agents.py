@@ -1,9 +1,11 @@
 """Agent registry commands: register, heartbeat, deregister, sweep.
 
-Timeouts: an agent with no heartbeat for more than ``HEARTBEAT_TTL`` is stale. The first
-command that observes it — ``agent.sweep`` (what ``lean-ctx agent list`` dispatches when it
-sees one), or a ``register`` / ``heartbeat`` in the same project — records ``agent.left``
-(reason ``heartbeat_timeout``). The decision is taken on the registry inside the command's
+Timeouts: an agent with no heartbeat and no command of its own for more than ``HEARTBEAT_TTL``
+is stale (``leanctx.projections.agents``: every command an agent performs moves its
+``last_seen``). The first command that observes it — ``agent.sweep`` (what ``lean-ctx agent
+list`` dispatches when it sees one), or a ``register`` / ``heartbeat`` in the same project —
+records ``agent.left`` (reason ``heartbeat_timeout``); never for the command's own actor, which
+is alive since it is acting. The decision is taken on the registry inside the command's
 write transaction, so two processes observing at once record it once, and a later
 observation appends nothing. A timed-out agent's heartbeat is refused with ``AGENT_LEFT``; it
 registers again with the same id (``--id`` / ``$LEAN_CTX_AGENT_ID``) to rejoin. A stale
@@ -173,10 +175,12 @@ class SweepResult(msgspec.Struct, frozen=True):
 def record_timeouts(ctx: CommandContext, project_root: str | None, *, exclude: str | None = None) -> list[AgentView]:
     """Inside a command: emit ``agent.left`` for each agent of ``project_root`` (every project
     when None) that is stale at ``ctx.now`` and not yet recorded, and release its claims. The
-    caller must declare ``agent.left`` and ``scent.released`` in its ``emits``."""
+    command's own actor is never one of them: it is acting at ``ctx.now`` (its ``tool.called``
+    is written with this command). The caller must declare ``agent.left`` and ``scent.released``
+    in its ``emits``."""
     out = []
     for a in unrecorded_stale(ctx.conn, now=ctx.now, project_root=project_root):
-        if a.agent_id == exclude:
+        if a.agent_id in (exclude, ctx.actor):
             continue
         ctx.emit(stream_of(a.agent_id),
                  AgentLeft(agent_id=a.agent_id, reason=TIMEOUT_REASON, last_seen=a.last_seen,

@@ -21,21 +21,24 @@ Delivery rules (every surface goes through these functions):
   recipients, senders and readers alike. Names repeat per project (a log shared by several
   projects through ``LEAN_CTX_DB`` holds one ``cursor-dev-1`` each), so a name resolves among
   the agents of the command's project; an id resolves in every project.
-- A registered sender's recipient must be someone: a registered agent (refused with
-  ``AGENT_LEFT`` once it deregistered; a timed-out agent still gets its mail when it comes
-  back), a channel member, or an identity the bus already knows (it has posted or read).
-  Anything else — a typo, a name nobody has, a name an agent had before it registered again
-  under another role — is refused with ``AGENT_NOT_FOUND`` instead of being posted to nobody.
-  An unregistered sender (the CLI used without ``agent register``, where identities are
-  free-form ``$LEAN_CTX_AGENT_ID`` strings the registry cannot vouch for) may still address an
-  identity the bus has not seen yet, such as an agent that will read later.
+- A recipient must be someone, whoever the sender is (registered, or the CLI used without
+  ``agent register``, whose identity is a free-form ``$LEAN_CTX_AGENT_ID``): a registered agent
+  (refused with ``AGENT_LEFT`` once it deregistered; a timed-out agent still gets its mail when
+  it comes back), a channel member, or an identity the bus already knows (it has posted, read or
+  reported an adapter status: ``known_identity``). Anything else — a typo, a name nobody has, a
+  name an agent had before it registered again under another role, an identity that has not
+  acted yet — is refused with ``AGENT_NOT_FOUND`` instead of being posted to nobody: an agent
+  that will read later registers first (or posts once), then it can be addressed.
+- Who may post to a channel: anyone, unless the channel was created with members (``chat init
+  --members``); then only its members and its creator may post there (``CHAT_NOT_MEMBER``).
+  Reading stays open to everyone (see ``post_message``).
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from typing import TYPE_CHECKING, Any, Union
+from typing import Any, Union
 
 import msgspec
 
@@ -60,6 +63,7 @@ from ..projections.channels import (
     channel_created,
     channel_exists,
     channel_info,
+    channel_members,
     get_cursor,
     get_message,
     known_identity,
@@ -69,9 +73,6 @@ from ..projections.channels import (
 from ..projections.tasks import count_tasks
 from .bus import Command, CommandContext, handles
 from .chat_delivery import DEFAULT_READ_LIMIT, DEFAULT_READ_TOKENS, read_bounds, take
-
-if TYPE_CHECKING:
-    pass
 
 _CHANNEL = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 _AGENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
@@ -237,9 +238,32 @@ def _recipient(ctx: CommandContext, to: str, sender: str) -> str:
         if agent.status == "left":
             raise agent_left(agent)
         return agent.agent_id
-    if find_agent(ctx.conn, sender, now=ctx.now) is None or known_identity(ctx.conn, ref):
-        return ref  # someone the bus knows, or a sender outside the registry (see the delivery rules)
+    if known_identity(ctx.conn, ref):
+        return ref  # an unregistered identity the bus knows (see the delivery rules)
     raise agent_not_found(ref)
+
+
+def _may_post(ctx: CommandContext, channel: str, sender: str) -> None:
+    """Refuse a post to a channel created with members by someone who is neither a member nor
+    its creator (``CHAT_NOT_MEMBER``); a channel without members is open to every poster.
+
+    Only posting is gated; reading stays open on purpose. Every agent with the log's file can
+    read every event in it (``events tail``, ``poll_events``, export, the HTTP/SSE stream), so
+    a member check on ``read`` would hide nothing and would only make the broadcast of a members
+    channel harder to follow for those it concerns. Members decide who speaks in a channel;
+    what must stay between two agents goes as a directed message, which no other agent's read,
+    peek, wait or export ever shows."""
+    members, creator = channel_members(ctx.conn, channel)
+    if not members or sender in members or sender == creator or (ctx.actor or "").strip() in members:
+        return
+    shown = ", ".join(members[:10]) + (f" and {len(members) - 10} more" if len(members) > 10 else "")
+    raise CommandError(
+        "CHAT_NOT_MEMBER",
+        f"{sender} is not a member of channel {channel!r}: only its members ({shown}) and its creator"
+        f" ({creator}) may post there; ask one of them to pass it on, or post to a channel without members"
+        f" (such as general). Reading {channel!r} stays open to you",
+        channel=channel, sender=sender, created_by=creator,
+    )
 
 
 @handles(InitChannel, emits=("channel.created",), result=ChannelInfo)
@@ -275,6 +299,7 @@ def post_message(ctx: CommandContext, cmd: PostMessage) -> MessageView:
     channel = check_channel(cmd.channel)
     sender = _actor(ctx, "sender", "CHAT_INVALID_SENDER")
     _channel_or_404(ctx.conn, channel)
+    _may_post(ctx, channel, sender)
     to = cmd.to.strip()
     if to.lower() == ALL:
         recipient = None

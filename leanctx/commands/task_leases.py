@@ -7,7 +7,8 @@ only while the task is in progress. An agent other than the holder can neither c
 taken silently: every such write is refused with ``LEASE_EXPIRED_RECOVER_REQUIRED`` until
 someone runs ``recover`` (a new owner and a reason, recorded with the previous owner and
 expiry). The holder itself may still claim, renew, release or complete after its own lease
-expired, as long as nobody recovered it.
+expired, as long as nobody recovered it. A fresh claim of a task delegated to another agent is
+refused while that agent is live (``TASK_DELEGATED_TO_OTHER``, see ``task_delegation``).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from .task_commands import (
     _reason,
     _text,
 )
+from .task_delegation import check_delegation
 from .task_rules import _deps_ready, _emit, _lease, _lease_guard, _load, _recover_required, _transition
 
 
@@ -55,6 +57,7 @@ def claim(ctx: CommandContext, cmd: ClaimTask) -> TaskResult:
                                             lease_seconds=secs, lease_expires_at=expires)])
     if row["status"] != "in_progress":
         _transition(row, "in_progress")
+    check_delegation(ctx, row, actor)
     _deps_ready(ctx, row, "in_progress")
     return _emit(ctx, row, [TaskClaimed(channel=row["channel"], task_id=row["task_id"], owner=actor,
                                         lease_seconds=secs, lease_expires_at=expires, from_status=row["status"])])

@@ -21,7 +21,8 @@ matches is refused (``AGENT_NOT_FOUND``) instead of being kept as a string nobod
 
 Delegation: events of a task with ``to_agent`` are directed to the other party — to the
 delegate when someone else acts, to the creator when the delegate acts — so each sees them
-through ``TopicFilter(to_agent=...)``; every event carries ``channel=``.
+through ``TopicFilter(to_agent=...)``; every event carries ``channel=``. While the delegate is
+live, only it may claim the task (``TASK_DELEGATED_TO_OTHER``, see ``task_delegation``).
 
 The family is split by seam; this module holds the task's own handlers (create, update, done,
 block) and re-exports every public name of the others, so ``leanctx.commands.tasks`` stays the
@@ -32,6 +33,7 @@ one import for the family:
 - ``task_rules``: the shared decisions (load, transitions, dependencies and cycles, the lease
   guard, delegation recipients, the append);
 - ``task_leases``: claim, renew, release and recover, with the lease rules in its doc;
+- ``task_delegation``: ``check_delegation``, who may claim a task delegated to another agent;
 - ``task_handover``: ``handover_row`` and ``hand_over``, used by ``handoff.import``.
 """
 
@@ -75,6 +77,7 @@ from .task_commands import (
     stream_of,
     validate_lease,
 )
+from .task_delegation import check_delegation
 from .task_handover import hand_over, handover_row
 from .task_leases import claim, recover, release, renew
 from .task_rules import (
@@ -102,6 +105,7 @@ __all__ = [
     "TaskResult",
     "UpdateTask",
     "block",
+    "check_delegation",
     "claim",
     "create",
     "done",

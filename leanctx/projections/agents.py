@@ -1,11 +1,18 @@
 """The agent registry: who joined which project, when each was last seen, who left.
 
+``last_seen`` is the agent's last sign of life: its registration, a heartbeat, or any command it
+performed itself — every command the bus runs, refused ones included, is recorded as a
+``tool.called`` event whose actor is the agent, so an agent that works (posts, reads, claims)
+without heartbeating stays alive. It takes the event's timestamp and never moves back (a command
+stamped earlier than the last sign leaves it); activity after an agent's departure was recorded
+changes nothing (it registers again to rejoin). ``heartbeats`` counts heartbeats only.
+
 Status is computed at query time from ``now`` (never from the projection's own clock):
 
 - ``active``: seen within ``2 × interval`` (at most one heartbeat late);
 - ``idle``: seen within ``ttl`` but missed a heartbeat, or self-reported idle;
-- ``stale``: no heartbeat for more than ``ttl`` = 3 intervals (60 s by default). A stale
-  agent is recorded as gone (``agent.left``, reason ``heartbeat_timeout``) by the first
+- ``stale``: no heartbeat and no command for more than ``ttl`` = 3 intervals (60 s by default).
+  A stale agent is recorded as gone (``agent.left``, reason ``heartbeat_timeout``) by the first
   command that observes it; it is still listed as ``stale`` afterwards (``timed_out`` true)
   until it registers again or deregisters;
 - ``left``: deregistered on purpose (``agent.deregistered``); hidden unless asked for.
@@ -26,7 +33,11 @@ from ..events.kinds.agent import (
     AgentLeft,
     AgentRegistered,
 )
+from ..events.kinds.base import kind_of
+from ..events.kinds.tool import ToolCalled
 from .base import Projection
+
+_CALLED = kind_of(ToolCalled)  # the bus's record of every command, with its actor
 
 HEARTBEAT_INTERVAL = 20.0  # seconds between heartbeats a client is asked for
 HEARTBEAT_TTL = 3 * HEARTBEAT_INTERVAL  # missing 3 intervals makes an agent stale
@@ -57,8 +68,8 @@ class AgentView(msgspec.Struct, frozen=True):
 
 class AgentRegistry(Projection):
     name = "agents"
-    version = 2  # 2: folds agent.left (left_kind)
-    kinds = frozenset({"agent.registered", "agent.heartbeat", "agent.deregistered", "agent.left"})
+    version = 3  # 2: folds agent.left (left_kind); 3: an agent's own tool.called moves last_seen
+    kinds = frozenset({"agent.registered", "agent.heartbeat", "agent.deregistered", "agent.left", _CALLED})
     tables = {
         "agents": """CREATE TABLE IF NOT EXISTS agents (
             agent_id      TEXT PRIMARY KEY,
@@ -81,6 +92,11 @@ class AgentRegistry(Projection):
     indexes = ("CREATE INDEX IF NOT EXISTS agents_project ON agents (project_root, agent_type, role)",)
 
     def apply(self, conn: Any, event: StoredEvent) -> None:
+        if event.kind == _CALLED:  # the envelope says all: the payload is not decoded
+            if event.actor is not None:
+                conn.execute("UPDATE agents SET last_seen = ? WHERE agent_id = ? AND left_at IS NULL"
+                             " AND last_seen < ?", (event.ts, event.actor, event.ts))
+            return
         ev = event.data()
         if isinstance(ev, AgentRegistered):
             conn.execute(

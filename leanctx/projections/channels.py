@@ -219,6 +219,13 @@ def channel_created(conn: Any, channel: str) -> bool:
     return conn.execute("SELECT 1 FROM channels WHERE name = ?", (channel,)).fetchone() is not None
 
 
+def channel_members(conn: Any, channel: str) -> tuple[list[str], str | None]:
+    """(members, creator) of ``channel`` as its ``channel.created`` recorded them; ``([], None)``
+    for a channel never created (``general`` without init)."""
+    row = conn.execute("SELECT members, created_by FROM channels WHERE name = ?", (channel,)).fetchone()
+    return (_list_dec.decode(row[0]), row[1]) if row else ([], None)
+
+
 def last_seq(conn: Any, channel: str) -> int:
     return conn.execute("SELECT max(seq) FROM channel_messages WHERE channel = ?", (channel,)).fetchone()[0] or 0
 
@@ -226,6 +233,8 @@ def last_seq(conn: Any, channel: str) -> int:
 def get_message(conn: Any, channel: str, seq: int, *, reader: str | None = None,
                 everything: bool = False) -> MessageView | None:
     """Message ``seq`` of ``channel`` if it exists and ``reader`` may see it (any with ``everything``)."""
+    if not 0 < seq < 2**63:  # no message is there (and SQLite's integers end at 2^63 - 1)
+        return None
     where, params = ("1", []) if everything else _visible(reader)
     row = conn.execute(
         f"SELECT {_MSG_COLS} FROM channel_messages WHERE channel = ? AND seq = ? AND {where}",

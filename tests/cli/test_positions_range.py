@@ -109,8 +109,6 @@ def test_chat_event_read_cursor_out_of_range_is_cursor_ahead(db: Path) -> None:
     assert p.returncode == 2 and code_of(p) == "EVENT_CURSOR_AHEAD"
 
 
-@pytest.mark.xfail(strict=True, reason="needs a range check in projections/channels.get_message (another "
-                   "helper's file): a seq past 2^63-1 raises OverflowError there")
 def test_chat_seq_out_of_range_is_message_not_found(db: Path) -> None:
     p = run(db, "chat", "peek", "--seq", str(HUGE), "--json")
     assert p.returncode == 2 and code_of(p) == "CHAT_MESSAGE_NOT_FOUND"

@@ -37,7 +37,8 @@ ROOT = Path(__file__).resolve().parents[2]
 LEAN_CTX = str(Path(sys.executable).with_name("lean-ctx"))
 FILES = [ROOT / "leanctx" / p for p in (
     "commands/agents.py", "commands/budgets.py", "commands/chat.py", "commands/knowledge.py",
-    "commands/locks.py", "commands/sessions.py", "commands/task_handover.py", "commands/task_leases.py",
+    "commands/locks.py", "commands/sessions.py", "commands/task_delegation.py", "commands/task_handover.py",
+    "commands/task_leases.py",
     "commands/task_rules.py", "commands/tasks.py", "channel_state.py", "handoff_bundle.py")]
 # CLI commands that an MCP tool action also does (written out here, independently of the messages)
 TOOL_FOR_CLI = {

@@ -168,10 +168,14 @@ def test_broadcasts_channel_members_and_known_identities_still_work(lc: Any, tmp
     assert _call(lc, a, action="post", title="re", body="x", to="erin")["message"]["to"] == "erin"
 
 
-def test_an_unregistered_sender_may_still_address_an_identity_not_seen_yet(lc: Any, tmp_path: Path) -> None:
-    # the CLI without `agent register`: free-form identities, a recipient that will read later
+def test_an_unregistered_sender_may_not_address_an_identity_not_seen_yet(lc: Any, tmp_path: Path) -> None:
+    # the CLI without `agent register` (free-form identities) follows the same rule as a registered sender
     proj = _project(tmp_path, "proj")
-    m = lc.bus.dispatch(PostMessage(title="hi", body="for later", to="frank"), actor="erin", project=proj).value
+    with pytest.raises(LeanCtxError) as ei:
+        lc.bus.dispatch(PostMessage(title="hi", body="for later", to="frank"), actor="erin", project=proj)
+    assert ei.value.code == "AGENT_NOT_FOUND"
+    lc.bus.dispatch(PostMessage(title="here", body="frank"), actor="frank", project=proj)  # frank has acted
+    m = lc.bus.dispatch(PostMessage(title="hi", body="now", to="frank"), actor="erin", project=proj).value
     assert m.to == "frank"
     a = _join(lc, "a1a1a1a1", proj)  # a registered sender: the registry is its address book
     assert _refused(lc, a, action="post", title="hi", body="x", to="zed").code == "AGENT_NOT_FOUND"

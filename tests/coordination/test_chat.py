@@ -44,6 +44,8 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.fixture()
 def lc(tmp_path: Path):  # type: ignore[no-untyped-def]
     app = LeanCtx(tmp_path / "e.db")
+    for who in ("alice", "bob", "carol"):  # registered: a directed message goes to someone the bus knows
+        app.bus.dispatch(RegisterAgent(agent_type="cli", agent_id=who, project_root=str(tmp_path)), actor=who)
     yield app
     app.close()
 
@@ -134,7 +136,7 @@ def test_post_validation_codes_append_nothing(lc: LeanCtx) -> None:
     assert code_of(lambda: post(lc, "no good")) == "CHAT_INVALID_SENDER"
     assert kinds_count(lc, "message.posted") == 0
     failures = [payload_dict(e.payload) for e in lc.store.read_all(0, TopicFilter(kinds=("tool.called",)))]
-    assert [f["error_code"] for f in failures][:3] == ["CHAT_EMPTY_BODY", "CHAT_INVALID_TITLE", "CHAT_INVALID_TITLE"]
+    assert [f["error_code"] for f in failures if f["outcome"] == "error"][:3] == ["CHAT_EMPTY_BODY", "CHAT_INVALID_TITLE", "CHAT_INVALID_TITLE"]
     # the well-known categories and free-form slugs are accepted; ALL is case-insensitive
     for cat in ("finding", "warning", "request", "status", "perf-note"):
         assert post(lc, "alice", category=cat, to="ALL").category == cat

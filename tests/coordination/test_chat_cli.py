@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from leanctx.app import LeanCtx
+from leanctx.commands.agents import RegisterAgent
 from leanctx.commands.chat import PostMessage
 from tools.replay import replay
 
@@ -208,6 +209,7 @@ def test_wait_times_out_with_exit_2(db: Path) -> None:
 def test_cli_wait_is_woken_by_a_post_from_another_cli_process(db: Path) -> None:
     run(db, "alice", "chat", "post", "--title", "old", "--body", "x")
     run(db, "bob", "chat", "read")
+    run(db, "carol", "chat", "read")  # carol has read: the bus knows her, so a message can be directed to her
     waiter = subprocess.Popen([LEAN_CTX, "chat", "wait", "--timeout", "20", "--json"], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, env=env_for(db, "bob"), cwd=db.parent)
     time.sleep(0.6)
@@ -229,6 +231,9 @@ WAITER = textwrap.dedent("""
     from leanctx.errors import CommandError
 
     lc = LeanCtx(sys.argv[1])
+    # warm-up: a delivery (carol has "warm up" waiting), so that one-time set-up (imports, catching the
+    # projections up, the tokenizer that sizes answers) is neither the idle wait nor a wake measured
+    wait(lc, "general", "carol", timeout=5)
     c0, t0 = time.process_time(), time.monotonic()
     try:
         wait(lc, "general", "bob", timeout=1.0)
@@ -246,7 +251,9 @@ WAITER = textwrap.dedent("""
 def test_wait_wakes_within_100ms_of_a_post_by_another_process(db: Path) -> None:
     samples = 5
     with LeanCtx(db) as lc:
-        lc.bus.dispatch(PostMessage(title="warm up", body="x", to="carol"), actor="alice")  # creates the log
+        for who in ("bob", "carol"):  # creates the log; registered, both can be addressed
+            lc.bus.dispatch(RegisterAgent(agent_type="cli", agent_id=who, project_root=str(db.parent)), actor=who)
+        lc.bus.dispatch(PostMessage(title="warm up", body="x", to="carol"), actor="alice")
         child = subprocess.Popen([sys.executable, "-c", WAITER, str(db), str(samples)], stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, text=True, cwd=REPO)
         try:

@@ -8,6 +8,9 @@ thread and never block the writer (WAL).
 A log that cannot be written opens read-only (``read_only``, ``$LEAN_CTX_READ_ONLY``, or a file
 or directory without write permission): it reads as usual, projections catch up in throwaway
 copies, and appending is ``STORE_READ_ONLY`` (see :mod:`.sqlite_readonly`).
+
+Only a lean-ctx log, or a new or empty file, is opened; a log cut at its end or stripped of its
+immutability triggers is reported and takes no more appends (see :mod:`.sqlite_integrity`).
 """
 
 from __future__ import annotations
@@ -23,16 +26,16 @@ from typing import Any
 import apsw
 
 from ..errors import InvalidInput, NotFound, StoreError
+from . import sqlite_integrity as checks
 from .codec import GENESIS_HASH
-from .envelope import (
-    StoredEvent,
-)
+from .envelope import StoredEvent
 from .filter import TopicFilter
 from .fts import quote_query
 from .sqlite_queries import SELECT, fts_index, lineage_of, search_fts, verify_chain
 from .sqlite_queries import rows as _rows
 from .sqlite_readonly import can_fall_back, read_only_error, reader_uri, scratch, wanted
 from .sqlite_tx import SqliteTx
+from .sqlite_wait import wait as wait_for
 from .store import EventStore, Head, Lineage, SearchHit, TxHook, VerifyResult
 
 SCHEMA_VERSION = 1
@@ -64,6 +67,8 @@ class SqliteEventStore(EventStore):
     ``read_only``: True opens without writing anything, False never does; None (default) does
     when ``$LEAN_CTX_READ_ONLY`` asks for it or the log cannot be written (``self.read_only``).
     """
+
+    schema_file = SCHEMA_FILE
 
     def __init__(
         self,
@@ -99,6 +104,7 @@ class SqliteEventStore(EventStore):
         self._cond = threading.Condition()
         self._local_appends = 0
         self._closed = False
+        self.triggers_intact_at: int | None = None  # the schema cookie the triggers were last found intact under
         self._writer: apsw.Connection | None = None
         self._ro_uri: str | None = None
         self.read_only = False
@@ -110,11 +116,15 @@ class SqliteEventStore(EventStore):
         try:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
             self._open_writer()
+        except StoreError:
+            self.close()
+            raise
         except (apsw.Error, OSError) as exc:
             if ro is None and can_fall_back(exc) and os.path.isfile(self.path):
                 if self._writer is not None:  # opened, then failed to write (the schema, the WAL)
                     self._writer.close()
                     self._writer = None
+                self._close_readers()  # the one that identified the file: a read-only open picks its own URI
                 self._open_read_only(f"it cannot be written: {exc}")  # readable but not writable
                 return
             raise StoreError("STORE_OPEN_FAILED", f"cannot open the event log at {self.path}: {exc}") from exc
@@ -126,6 +136,11 @@ class SqliteEventStore(EventStore):
             self._ro_uri, version = reader_uri(self.path)
         except (apsw.Error, OSError) as exc:
             raise StoreError("STORE_OPEN_FAILED", f"cannot open the event log at {self.path} read-only: {exc}") from exc
+        try:
+            checks.identify(self._reader(), self.path, SCHEMA_VERSION)
+        except StoreError:
+            self.close()
+            raise
         if version != SCHEMA_VERSION:
             raise read_only_error(self, f"its schema (version {version}, this lean-ctx needs {SCHEMA_VERSION}) "
                                         "cannot be set up")
@@ -158,15 +173,22 @@ class SqliteEventStore(EventStore):
             conn = apsw.Connection(self._ro_uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
         else:
             conn = apsw.Connection(self.path, flags=flags)
-        conn.set_busy_timeout(self.busy_timeout_ms)
-        if not readonly and conn.readonly("main"):  # SQLite fell back to O_RDONLY: no write would work
+        try:
+            conn.set_busy_timeout(self.busy_timeout_ms)
+            if not readonly and conn.readonly("main"):  # SQLite fell back to O_RDONLY: no write would work
+                raise apsw.ReadOnlyError("the database file is not writable")
+            if not readonly:
+                # before anything is written; through this thread's reader, which parses the schema
+                # once for the reads that follow (the writer's stays unread until it writes)
+                if os.path.getsize(self.path) > 0:
+                    checks.identify(self._reader(), self.path, SCHEMA_VERSION)
+                mode = str(_scalar(conn.execute("PRAGMA journal_mode=WAL")))
+                if mode.lower() != "wal":
+                    raise StoreError("STORE_NO_WAL", f"{self.path} cannot be put in WAL mode (got {mode})")
+            conn.execute(f"PRAGMA synchronous={self.synchronous}")
+        except BaseException:
             conn.close()
-            raise apsw.ReadOnlyError("the database file is not writable")
-        if not readonly:
-            mode = str(_scalar(conn.execute("PRAGMA journal_mode=WAL")))
-            if mode.lower() != "wal":
-                raise StoreError("STORE_NO_WAL", f"{self.path} cannot be put in WAL mode (got {mode})")
-        conn.execute(f"PRAGMA synchronous={self.synchronous}")
+            raise
         return conn
 
     def _reader(self) -> apsw.Connection:
@@ -231,7 +253,7 @@ class SqliteEventStore(EventStore):
                     "STORE_BUSY",
                     f"the event log stayed locked by another writer for {self.busy_timeout_ms} ms; retry",
                 ) from exc
-            tx = self._tx = SqliteTx(self, conn)
+            tx = self._tx = checks.CheckedTx(self, conn)
             try:
                 yield tx
             except BaseException:
@@ -302,6 +324,7 @@ class SqliteEventStore(EventStore):
         while True:
             with self.transaction() as tx:
                 conn = tx.conn
+                checks.reset_fts_past(conn, checks.log_state(conn))
                 at = conn.execute("SELECT position FROM events_fts_state WHERE id = 1").fetchone()[0]
                 events = _rows(conn.execute(f"{SELECT} WHERE position > ? ORDER BY position LIMIT ?", (at, FTS_BATCH)))
                 if events:
@@ -316,7 +339,7 @@ class SqliteEventStore(EventStore):
                 return done
 
     def search(self, query: str, limit: int = 20, filter: TopicFilter | None = None) -> list[SearchHit]:
-        if self.fts_position() < self.head().position:
+        if self.fts_position() != self.head().position:
             self.index_fts()
         match = quote_query(query)
         if match is None:
@@ -334,57 +357,50 @@ class SqliteEventStore(EventStore):
         return lineage
 
     # --- waiting -------------------------------------------------------------------
-    def _data_version(self) -> int:
-        return int(_scalar(self._reader().execute("PRAGMA data_version")))
-
     def wait(
         self, since: int, filter: TopicFilter | None = None, timeout: float = 30.0, limit: int | None = None
     ) -> list[StoredEvent]:
-        """Blocks on a condition (in-process appends wake it at once) and, across
-        processes, on ``PRAGMA data_version`` checked every ``poll_interval`` seconds (4 ms)
-        for the first second of quiet, then every ``idle_poll_interval`` (10 ms): a cheap read
-        of the WAL index, no query and no busy loop."""
-        start = time.monotonic()
-        deadline = start + max(0.0, timeout)
-        while True:
-            with self._cond:
-                seen_local = self._local_appends
-            seen_dv = self._data_version()
-            head = self.head().position
-            events = self.read_all(since, filter, limit)
-            if events:
-                return events
-            # everything up to ``head`` was scanned and did not match: the next query
-            # starts after it
-            since = max(since, head)
-            while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return []
-                step = self.poll_interval if time.monotonic() - start < 1.0 else self.idle_poll_interval
-                with self._cond:
-                    if self._local_appends == seen_local:
-                        self._cond.wait(min(remaining, step))
-                    if self._local_appends != seen_local:
-                        break
-                if self._data_version() != seen_dv:
-                    break
+        """Without a busy loop: in-process appends wake it at once, other processes' within
+        ``poll_interval`` (``idle_poll_interval`` after a second of quiet); see :mod:`.sqlite_wait`."""
+        return wait_for(self, since, filter, timeout, limit)
 
     # --- integrity -----------------------------------------------------------------
     def verify(self, progress: Callable[[int, int], None] | None = None) -> VerifyResult:
+        """The hash chain from genesis; when it holds, the first of ``integrity()``'s problems
+        (``LOG_TRUNCATED`` names the first missing position as ``first_broken``)."""
         conn = self._reader()
         with conn:  # one snapshot
-            result = verify_chain(conn, self.head().position, progress)
+            result = checks.verify_log(conn, verify_chain(conn, self.head().position, progress), self)
         return result
+
+    def integrity(self) -> list[StoreError]:
+        """What is wrong with the log beyond its chain, cheaply: ``LOG_TRUNCATED``, ``TRIGGERS_MISSING``
+        (each a ``StoreError``, not raised; appending raises the first)."""
+        return checks.problems(self._reader(), self.path, self.schema_file)
+
+    def row_count(self) -> int:
+        """The events the log holds (``count()`` is the head position; they differ when rows are gone)."""
+        return int(_scalar(self._reader().execute("SELECT count(*) FROM events")))
+
+    def restore_triggers(self) -> list[str]:
+        """Put back the immutability triggers that are missing or altered; their names."""
+        if self.read_only:
+            raise read_only_error(self, "its triggers cannot be restored")
+        with self.transaction() as tx:
+            return checks.restore_triggers(tx.conn, self.schema_file)
+
+    def _close_readers(self) -> None:
+        with self._readers_lock:
+            for c in self._readers:
+                c.close()
+            self._readers.clear()
+        self._local = threading.local()
 
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
-        with self._readers_lock:
-            for c in self._readers:
-                c.close()
-            self._readers.clear()
+        self._close_readers()
         with self._wlock:
             if self._writer is not None:
                 self._writer.close()

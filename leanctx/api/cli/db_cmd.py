@@ -1,10 +1,15 @@
-"""``lean-ctx db info`` and ``lean-ctx replay``."""
+"""``lean-ctx db info``, ``lean-ctx db restore-triggers`` and ``lean-ctx replay``.
+
+``db info`` counts the log's rows next to its head position (they differ when events were
+deleted: a gap) and lists what is wrong with the log (``LOG_TRUNCATED``, ``TRIGGERS_MISSING``,
+``LOG_GAP``). ``db restore-triggers`` is the explicit way back from ``TRIGGERS_MISSING``: the
+store does not restore them on open, which would hide the tampering.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
-from typing import Optional
 
 import typer
 
@@ -14,45 +19,76 @@ from .groups import db_app
 from .render import emit_json, progress_bar, table
 
 
-
 @db_app.command("info")
 def info(ctx: typer.Context, json_: bool = JSON) -> None:
-    """Path, size, events, head, FTS index position, read-only or not, projections with their checkpoints."""
+    """Path, size, events, head, FTS index position, read-only or not, projections with their checkpoints,
+    and what is wrong with the log (a gap, a cut end, missing triggers)."""
     st = state(ctx)
     lc = st.open()
     head = lc.store.head()
+    rows = lc.store.row_count()
+    problems = [p.to_dict() for p in lc.store.integrity()]
+    if rows != head.position:
+        problems.insert(0, {"code": "LOG_GAP", "message": (
+            f"the log holds {rows:,} events but its head is at position {head.position:,}: "
+            f"{head.position - rows:,} were deleted; run `lean-ctx events verify` to find the first, and restore "
+            "the file from a backup")})
     size = sum(os.path.getsize(p) for p in (str(lc.db), f"{lc.db}-wal") if os.path.exists(p))
+    checkpoints = lc.projections.checkpoints()
     out = {
         "path": str(lc.db),
         "bytes": size,
-        "events": lc.store.count(),
+        "events": rows,
         "head_position": head.position,
         "head_hash": head.hash,
         "fts_position": lc.store.fts_position(),
         "synchronous": lc.store.synchronous,
         "read_only": lc.store.read_only,
-        "projections": lc.projections.checkpoints(),
+        "projections": checkpoints,
+        "problems": problems,
     }
     if st.want_json(json_):
         emit_json(out)
         return
+    gap = f" (head at {head.position:,}: the log has a gap)" if rows != head.position else ""
     sys.stdout.write(
-        f"path        {out['path']}\nsize        {size:,} bytes\nevents      {out['events']:,}\n"
+        f"path        {out['path']}\nsize        {size:,} bytes\nevents      {rows:,}{gap}\n"
         f"head        {head.position} {head.hash}\nfts index   at {out['fts_position']}\n"
         f"synchronous {out['synchronous']}\n"
         + (f"read-only   yes ({lc.store.read_only_reason})\n" if lc.store.read_only else "") + "\n"
     )
-    rows = [{**p, "kinds": ",".join(p["kinds"])} for p in out["projections"]]
-    sys.stdout.write(table(rows, ["name", "version", "consistency", "position", "kinds"]) + "\n")
+    listed = [{**p, "kinds": ",".join(p["kinds"])} for p in checkpoints]
+    sys.stdout.write(table(listed, ["name", "version", "consistency", "position", "kinds"]) + "\n")
+    for p in problems:
+        sys.stdout.write(f"\n{p['code']}: {p['message']}\n")
+
+
+@db_app.command("restore-triggers")
+def restore_triggers(ctx: typer.Context, json_: bool = JSON) -> None:
+    """Put back the log's immutability triggers (TRIGGERS_MISSING) and verify the log; exit 1 if it still fails."""
+    st = state(ctx)
+    store = st.open().store
+    restored = store.restore_triggers()
+    res = store.verify()
+    if st.want_json(json_):
+        emit_json({"restored": restored, "verify": res})
+    else:
+        sys.stdout.write(f"restored {', '.join(restored)}: the log could be changed unnoticed while it lacked them\n"
+                         if restored else "nothing to restore: the triggers are in place\n")
+        where = f" at position {res.first_broken}" if res.first_broken is not None else ""
+        sys.stdout.write(f"verify: ok, {res.checked:,} events, chain intact\n" if res.ok else
+                         f"verify: NOT OK{where}: {res.reason}\n")
+    if not res.ok:
+        raise typer.Exit(1)
 
 
 def replay_cmd(
     ctx: typer.Context,
-    projection: Optional[str] = typer.Option(None, "--projection", "-p", help="Only this projection."),
+    projection: str | None = typer.Option(None, "--projection", "-p", help="Only this projection."),
     verify: bool = typer.Option(
         False, "--verify", help="Rebuild into a fresh database and compare digests with the live ones (exit 1 if any differ)."
     ),
-    out: Optional[str] = typer.Option(None, "--out", help="With --verify: keep the fresh database at this path."),
+    out: str | None = typer.Option(None, "--out", help="With --verify: keep the fresh database at this path."),
     json_: bool = JSON,
 ) -> None:
     """Rebuild projections from the log (in place), or --verify them against a fresh rebuild."""
@@ -77,8 +113,10 @@ def replay_cmd(
             f"({report.events_per_second:,.0f} events/s), head {report.head_position}\n"
         )
         if report.chain_ok is not None:
-            sys.stdout.write(
-                "chain: ok\n" if report.chain_ok else f"chain: BROKEN at position {report.chain_first_broken}\n"
+            broken = report.chain_first_broken
+            sys.stdout.write(  # not ok at no position: the chain holds, the log lacks its triggers
+                "chain: ok\n" if report.chain_ok else f"chain: BROKEN at position {broken}\n" if broken is not None
+                else "chain: intact, but the log is not ok: see `lean-ctx events verify`\n"
             )
         rows = [
             {

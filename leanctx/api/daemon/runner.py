@@ -149,7 +149,8 @@ class Runner:
         # needs it (as it would in-process); it must not keep the daemon from serving the rest.
         for step in (appmod.full_app, lambda: typer.main.get_command(appmod._root_app),
                      lambda: importlib.import_module("leanctx.app"),
-                     lambda: import_submodules("leanctx.commands"), lambda: import_submodules("leanctx.projections")):
+                     lambda: import_submodules("leanctx.commands"), lambda: import_submodules("leanctx.projections"),
+                     _build_encoder):
             try:
                 step()
             except Exception as exc:  # pragma: no cover - depends on the installation
@@ -239,6 +240,14 @@ def _exit_code(value: object, err: io.TextIOBase) -> int:
         return value & 0xFF
     err.write(f"{value}\n")
     return 1
+
+
+def _build_encoder() -> None:
+    """The default encoding's tiktoken encoder: a short process counts in pure Python until its
+    budget is spent, a daemon serves many calls and would pay the build (~0.3 s) in one of them."""
+    from ...context import tokens
+
+    tokens.get_encoding()
 
 
 def code_stamp(root: Path | None = None) -> float:

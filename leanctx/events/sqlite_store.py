@@ -39,7 +39,7 @@ from .sqlite_wait import wait as wait_for
 from .store import EventStore, Head, Lineage, SearchHit, TxHook, VerifyResult
 
 SCHEMA_VERSION = 1
-SCHEMA_FILE = Path(__file__).resolve().parents[2] / "schema" / "events.sql"
+SCHEMA_FILE = Path(__file__).resolve().parent / "events.sql"  # package data (schema/events.sql links to it)
 _SYNC_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
 FTS_BATCH = 5000
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1

@@ -3,6 +3,11 @@
 ``hash = sha256(prev_hash ‖ canonical)`` where ``canonical`` is the JSON array of every
 column of the row but the two hashes, with the stored payload bytes embedded verbatim.
 Any change to any column of any row therefore breaks the chain at that row.
+
+A payload that does not decode into its kind's Struct (a field missing or of the wrong type, bytes
+that are not JSON: edited behind the store's back, the chain recomputed) is
+``EVENT_UNDECODABLE``, never msgspec's error: ``undecodable()`` builds it, and whoever knows the
+event's position (the projection runner) adds it.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from ..errors import LeanCtxError
+from ..errors import LeanCtxError, StoreError
 from .kinds import Event, registry
 from .upcast import upcast
 
@@ -28,11 +33,31 @@ def encode_payload(event: Event) -> bytes:
     return _encoder.encode(event)
 
 
+def undecodable(kind: str, schema_version: int, reason: str, position: int | None = None) -> StoreError:
+    """The error of a stored payload that does not decode (``position`` when the caller knows it)."""
+    where = f"the event at position {position}" if position is not None else "an event"
+    return StoreError(
+        "EVENT_UNDECODABLE",
+        f"{where} ({kind}, schema_version {schema_version}) has a payload this lean-ctx cannot decode: {reason}. "
+        "The log was changed outside lean-ctx or written by a faulty version: restore it from a backup "
+        "(`lean-ctx events verify` says whether its hash chain still holds)",
+        position=position, kind=kind, schema_version=schema_version, reason=reason,
+    )
+
+
 def decode_payload(kind: str, schema_version: int, payload: bytes) -> Event:
     """Decode a stored payload into its Struct, upcasting old schema versions."""
-    dec = _decoders.get(kind)
-    if dec is not None and schema_version == _versions[kind]:
-        return dec.decode(payload)
+    try:
+        dec = _decoders.get(kind)
+        if dec is not None and schema_version == _versions[kind]:
+            return dec.decode(payload)
+        return _decode_first(kind, schema_version, payload)
+    except msgspec.DecodeError as exc:  # ValidationError is one too
+        raise undecodable(kind, schema_version, str(exc)) from exc
+
+
+def _decode_first(kind: str, schema_version: int, payload: bytes) -> Event:
+    """A kind's first decode (its decoder is made) or an old schema version's (upcast)."""
     cls = registry().get(kind)
     if cls is None:
         raise LeanCtxError(

@@ -180,17 +180,23 @@ def test_scratch_copies_keep_constraints_and_roll_back(log: Path) -> None:
     assert sha(log) == before
 
 
-def test_a_log_set_up_by_another_version_is_refused_saying_so(tmp_path: Path) -> None:
+def test_a_log_set_up_by_another_version_is_rebuilt_in_throwaway_copies(tmp_path: Path) -> None:
     db = tmp_path / "v.db"
     with LeanCtx(db) as lc:
         lc.bus.dispatch(PostMessage(channel="general", to="all", title="t", body="b"), actor="alice")
     raw = apsw.Connection(str(db))
     raw.execute("UPDATE projection_checkpoints SET version = version + 1 WHERE name = 'channels'")
+    raw.execute("DELETE FROM channel_messages")  # the other version's rows: not this one's
     raw.close()
     before = sha(db)
-    with pytest.raises(StoreError) as exc:
-        LeanCtx(db, read_only=True)
-    assert exc.value.code == "STORE_READ_ONLY" and "version of lean-ctx" in exc.value.message
+    with LeanCtx(db, read_only=True) as lc:
+        conn = lc.projections.reader("channels")
+        assert [r[0] for r in conn.execute("SELECT title FROM channel_messages")] == ["t"]
+        cp = next(c for c in lc.projections.checkpoints() if c["name"] == "channels")
+        assert cp["stored_version"] == cp["version"]  # in the copies
+        with pytest.raises(StoreError) as exc:
+            lc.projections.rebuild()
+        assert exc.value.code == "STORE_READ_ONLY"
     assert sha(db) == before
     plain = tmp_path / "plain.db"
     apsw.Connection(str(plain)).execute("CREATE TABLE x (y)")

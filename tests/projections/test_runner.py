@@ -11,7 +11,7 @@ import pytest
 
 from leanctx.app import LeanCtx
 from leanctx.commands.agents import Deregister, Heartbeat, RegisterAgent
-from leanctx.errors import CommandError, InvalidInput
+from leanctx.errors import CommandError, InvalidInput, StoreError
 from leanctx.events import NewEvent, SqliteEventStore, StoredEvent
 from leanctx.events.kinds import AgentDeregistered, AgentHeartbeat, AgentRegistered, ToolCalled
 from leanctx.projections import AgentRegistry, Projection, Projections, digest_tables, replay_into
@@ -321,11 +321,16 @@ def test_a_bumped_version_is_rebuilt_at_the_next_open(db: Path) -> None:
     finally:
         store.close()
 
-    # going back to the current code rebuilds again
+    # the current code is older now: opening does not take the projection back, it refuses it...
     with LeanCtx(db) as app:
+        assert checkpoint(app.projections, "agents")["stored_version"] == V + 1
+        with pytest.raises(StoreError) as ei:
+            app.projections.reader("agents")
+        assert ei.value.code == "PROJECTION_VERSION_CHANGED"
+        # ...until a rebuild (`lean-ctx replay`) takes it back on purpose
+        app.projections.rebuild()
         assert checkpoint(app.projections, "agents")["stored_version"] == V
         assert find_agent(app.store.read_connection(), "new", now=T0).name == "lower-name"
-        app.projections.rebuild()
         again = app.projections.digest("agents")
     with LeanCtx(db) as app:
         assert app.projections.digest("agents") == again != v1_digest

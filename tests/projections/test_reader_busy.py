@@ -6,6 +6,7 @@ busy timeout (30 s) and then failed with ``STORE_BUSY``."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -80,6 +81,8 @@ def test_cli_reads_answer_while_another_process_holds_the_lock(db: Path, held: s
     p, secs = cli(db, "--json", *verb)
     assert p.returncode == 0, p.stdout + p.stderr
     assert secs < 10, secs  # was 30 s, then STORE_BUSY
+    json.loads(p.stdout)  # stdout stays the answer
+    assert "note: answered from projections behind the log" in p.stderr, p.stderr  # and says it is stale
 
 
 def test_a_stale_answer_says_how_far_behind_it_is(db: Path, held: subprocess.Popen[str]) -> None:

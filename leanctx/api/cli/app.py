@@ -63,6 +63,11 @@ class State:
 
     def close(self) -> None:
         if self._app is not None:
+            # an answer read from projections behind the log (another process kept the write lock)
+            # says so, on stderr: stdout stays the answer (JSON too)
+            note = self._app.projections.stale_note()
+            if note:
+                sys.stderr.write(f"note: {note}\n")
             self._app.close()
             self._app = None
 

@@ -29,6 +29,7 @@ import apsw
 import msgspec
 
 from . import clock, keys
+from .errors import LeanCtxError
 from .events import StoredEvent
 from .events.codec import GENESIS_HASH, check_link
 from .projections import savings as sv
@@ -73,13 +74,19 @@ class _Scan:
         self.reason: str | None = None
         self.stored_head_hash = GENESIS_HASH
         self.computed_head_hash = GENESIS_HASH
+        self.last_position = 0  # of the last event at or before ``upto``
+        self.current: StoredEvent | None = None  # the event being replayed (None while reading the log)
 
     def events(self) -> Iterator[StoredEvent]:
         prev = GENESIS_HASH  # the chain as recomputed from the content
         expected_pos = 0
-        for e in self.store.iter_all(0):
-            if e.position > self.upto:
+        rows = iter(self.store.iter_all(0))
+        while True:
+            self.current = None
+            e = next(rows, None)
+            if e is None or e.position > self.upto:
                 break
+            self.last_position = e.position
             expected_pos += 1
             row = msgspec.structs.astuple(e)
             reason, computed = check_link(prev, expected_pos, row, e.payload, e.prev_hash, e.hash)
@@ -105,8 +112,25 @@ class _Scan:
                     self.tokens[d.agent_id] += int(d.tokens)
                 except Exception:  # noqa: BLE001
                     pass
+            self.current = e
             yield e
+        self.current = None
         self.computed_head_hash = prev
+
+
+class ReplayFailed(LeanCtxError):
+    """The log cannot be replayed up to a proof's head; ``position`` / ``kind`` name the event the
+    replay stopped at when it is known."""
+
+    code = "PROOF_REPLAY_FAILED"
+
+    def __init__(self, upto: int, position: int | None, kind: str | None, exc: BaseException) -> None:
+        reason = exc.message if isinstance(exc, LeanCtxError) else f"{type(exc).__name__}: {exc}"
+        named = isinstance(exc, LeanCtxError) and exc.details.get("position") is not None
+        where = "" if named or position is None else f"event {position} ({kind}) cannot be replayed: "
+        super().__init__(None, f"the log cannot be replayed up to position {upto}: {where}{reason}",
+                         position=position, kind=kind)
+        self.position, self.kind = position, kind
 
 
 def _savings_row(r: sv.SavingsRow) -> dict[str, Any]:
@@ -121,7 +145,8 @@ def derive(app: Any, upto: int | None = None) -> dict[str, Any]:
     """Every figure of the proof, from the log alone, as of position ``upto`` (default: head).
 
     Returns ``{"head", "chain", "events", "projections", "agents", "savings_totals"}``; ``head``
-    carries ``available`` (how many events the log has up to ``upto``)."""
+    carries ``available`` (how many events the log has up to ``upto``) and ``last`` (the position
+    of the last of them). A log that cannot be replayed raises :class:`ReplayFailed`."""
     store = app.store
     head = store.head().position if upto is None else upto
     projections = list(app.projections.all.values())
@@ -129,7 +154,12 @@ def derive(app: Any, upto: int | None = None) -> dict[str, Any]:
     tmpdir = tempfile.mkdtemp(prefix="lean-ctx-proof-")
     try:
         path = os.path.join(tmpdir, "fresh.db")
-        n, digests = build_fresh(path, scan.events(), projections, head)
+        try:
+            n, digests = build_fresh(path, scan.events(), projections, head)
+        except Exception as exc:  # named by its event: an edited log, or a projection's bug
+            cur, d = scan.current, (exc.details if isinstance(exc, LeanCtxError) else {})
+            raise ReplayFailed(head, d.get("position", cur and cur.position), d.get("kind", cur and cur.kind),
+                               exc) from exc
         conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
         try:
             by_agent = sv.report(conn, by=("agent",))
@@ -148,7 +178,7 @@ def derive(app: Any, upto: int | None = None) -> dict[str, Any]:
             "savings": _savings_row(saved[a]) if a in saved else None,
         }
     return {
-        "head": {"position": head, "hash": scan.stored_head_hash, "available": n},
+        "head": {"position": head, "hash": scan.stored_head_hash, "available": n, "last": scan.last_position},
         "chain": {
             "ok": scan.first_broken is None and n == head,
             "checked": scan.checked,
@@ -325,22 +355,29 @@ def verify(app: Any, data: bytes, *, file: str = "", base: Path | None = None) -
         return VerifyReport(False, file, None, None, False, False, fc.differences, db)
     doc, signer, trusted, sig_ok, diffs = fc.doc, fc.signer, fc.trusted, fc.signature_valid, fc.differences
     head = doc["head"]["position"]
-    live_head = app.store.head().position
     try:
         got = derive(app, head)
-    except Exception as exc:  # noqa: BLE001 - a log edited into undecodable rows cannot be replayed
-        diffs.append(Difference("REPLAY_FAILED", "", f"the log cannot be replayed up to position {head}: {exc}"))
+    except ReplayFailed as exc:  # a log edited into undecodable rows cannot be replayed
+        at = None if exc.position is None else {"position": exc.position, "kind": exc.kind}
+        diffs.append(Difference("REPLAY_FAILED", "", exc.message, None, at))
         return VerifyReport(False, file, head, signer, trusted, sig_ok, diffs, db)
-    if got["head"]["available"] < head:
+    available, last = got["head"]["available"], got["head"]["last"]
+    if available < head:
+        ends = f" (it ends at position {last})" if last < head else ""
         diffs.append(Difference("HEAD_MISSING", "head.position",
-                                f"the proof's head is position {head}; the log has only {live_head} events",
-                                head, live_head))
+                                f"the proof's head is position {head}; the log holds {available} events up to it, "
+                                f"not {head}{ends}", head, available))
     if got["chain"]["first_broken"] is not None:
         p = got["chain"]["first_broken"]
         diffs.append(Difference("CHAIN_BROKEN", "chain", f"the hash chain breaks at position {p}: "
                                 f"{got['chain']['reason']} (the log was edited behind the store's back)",
                                 doc["chain"].get("first_broken"), p))
-    if doc["head"].get("hash") != got["head"]["hash"]:
+    if last != head:  # no event at the head: its hash cannot be shown
+        diffs.append(Difference("HEAD_MISMATCH", "head.hash",
+                                f"the log has no event at position {head} (its last event up to it is position "
+                                f"{last}); the proof says the head's hash is {doc['head'].get('hash')}",
+                                doc["head"].get("hash"), None))
+    elif doc["head"].get("hash") != got["head"]["hash"]:
         diffs.append(Difference("HEAD_MISMATCH", "head.hash",
                                 f"the event at position {head} has hash {got['head']['hash']}, the proof says "
                                 f"{doc['head'].get('hash')}", doc["head"].get("hash"), got["head"]["hash"]))

@@ -161,12 +161,24 @@ class CommandBus:
         correlation_id: str | None = None,
         causation_id: int | None = None,
         idempotency_key: str | None = None,
-        now: float | None = None,
+        now: float | Callable[[], float] | None = None,
     ) -> DispatchResult:
+        """Run ``command`` (see the module's doc). The time (``ctx.now``, every event's ``ts``) is
+        read once, *after* the write lock is held: a command that waited for another writer is
+        stamped when it runs, and since writers take the lock one at a time, timestamps follow
+        positions as long as the wall clock does. ``now`` is a fixed time, which wins as is (tests),
+        or the clock to read (the HTTP server's); by default ``clock.now``. No clamp to the last
+        event's ``ts`` when the wall clock steps back: a log holding a future time (an injected
+        test time, another machine's clock) would pin every later command to it, which is worse
+        than one backwards step. A refusal before the lock is held is stamped when it is recorded."""
         name = command.name if isinstance(command, Command) else getattr(command_type, "name", "unknown")
         corr = correlation_id or uuid.uuid4().hex
-        t_now = clock.now() if now is None else now
-        ts = clock.iso(t_now)
+        fixed, read_clock = (None, now) if callable(now) else (now, clock.now)
+
+        def stamp() -> float:
+            return read_clock() if fixed is None else fixed
+
+        ts: str | None = None  # set once the write lock is held
         calls_stream = f"calls:{session_id or actor or 'anonymous'}"
         t0 = time.perf_counter()
         try:
@@ -175,6 +187,8 @@ class CommandBus:
             if spec is None:
                 raise InvalidInput("COMMAND_UNKNOWN", f"no handler is registered for {type(cmd).__name__}")
             with self.store.transaction() as tx:
+                t_now = stamp()
+                ts = clock.iso(t_now)
                 if idempotency_key is not None:
                     prior = tx.find_key(idempotency_key)
                     if prior is not None:
@@ -216,11 +230,11 @@ class CommandBus:
             if exc.code.startswith("STORE_"):  # the log itself failed (busy, closed): a record would wait on it again
                 raise
             self._record_failure(name, exc.code, exc.message, t0, actor, session_id, project, corr,
-                                 causation_id, ts, calls_stream)
+                                 causation_id, ts or clock.iso(stamp()), calls_stream)
             raise
         except Exception as exc:
             self._record_failure(name, "INTERNAL_ERROR", f"{type(exc).__name__}: {exc}", t0, actor, session_id,
-                                 project, corr, causation_id, ts, calls_stream)
+                                 project, corr, causation_id, ts or clock.iso(stamp()), calls_stream)
             raise
 
     def _replayed(self, prior: Any, spec: HandlerSpec, cmd: Command) -> DispatchResult:

@@ -9,7 +9,8 @@ both values are kept and flagged to the next reader (see the projection's docstr
 clears it). Codes: KNOWLEDGE_NO_AGENT, KNOWLEDGE_INVALID_KEY, KNOWLEDGE_INVALID_CATEGORY,
 KNOWLEDGE_INVALID_CONFIDENCE, KNOWLEDGE_EMPTY_VALUE, KNOWLEDGE_VALUE_TOO_LONG,
 KNOWLEDGE_INVALID_SOURCE, KNOWLEDGE_INVALID_WINDOW, KNOWLEDGE_INVALID_THRESHOLD,
-KNOWLEDGE_NOT_FOUND, KNOWLEDGE_NO_CONFLICT, KNOWLEDGE_INVALID_VALUE.
+KNOWLEDGE_NOT_FOUND, KNOWLEDGE_NO_CONFLICT, KNOWLEDGE_INVALID_VALUE, KNOWLEDGE_QUERY_TOO_LONG (recall: over
+ctx_search's ``MAX_QUERY_CHARS``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from ..events.kinds.knowledge import (
     KnowledgeRemoved,
     KnowledgeResolved,
 )
+from ..ops.search_input import MAX_QUERY_CHARS
 from ..projections.knowledge import (
     Alternative,
     get_entry,
@@ -83,6 +85,14 @@ def check_value(value: str) -> str:
     if len(v) > MAX_VALUE:
         raise InvalidInput("KNOWLEDGE_VALUE_TOO_LONG", f"a value holds at most {MAX_VALUE} characters; split it")
     return v
+
+
+def check_query(query: str) -> str:
+    """Refuse a recall query longer than ctx_search's (``ops.search_input.MAX_QUERY_CHARS``)."""
+    if len(query) > MAX_QUERY_CHARS:
+        raise InvalidInput("KNOWLEDGE_QUERY_TOO_LONG", f"the query has {len(query)} characters; use at most "
+                           f"{MAX_QUERY_CHARS} (a few words of the fact you are looking for)")
+    return query
 
 
 def check_source(source: str | None) -> str | None:

@@ -4,7 +4,9 @@ knowledge projection's FTS5 index (always), and the nearest facts in sqlite-vec
 reciprocal rank fusion (``leanctx.ranking.rrf``, k = 60, the one code search and the bm25-only
 recall use). The vector cache is brought current first (only new and changed facts are embedded;
 vectors of facts that are gone are dropped). Without sqlite-vec (not installed, or it cannot be
-loaded) the answer is bm25's and its note says why.
+loaded) the answer is bm25's and its note says why. A query longer than ctx_search's 1,000
+characters is refused (``KNOWLEDGE_QUERY_TOO_LONG``); bm25 searches its first
+``MAX_QUERY_TERMS`` distinct terms and the answer's summary says how many more were dropped.
 """
 
 from __future__ import annotations
@@ -14,7 +16,14 @@ from typing import Any
 import msgspec
 
 from ..cache.knowledge_vectors import SyncStats
-from ..projections.knowledge import KnowledgeEntry, bm25_ranking, fact_rows, get_entry
+from ..projections.knowledge import (
+    MAX_QUERY_TERMS,
+    KnowledgeEntry,
+    bm25_ranking,
+    fact_rows,
+    fts_terms,
+    get_entry,
+)
 from ..ranking import RRF_K, rrf
 
 RECALL_POOL = 50  # candidates taken from each ranker before fusion (at least ``limit``)
@@ -38,13 +47,16 @@ class RecallAnswer(msgspec.Struct):
     semantic: str  # "on" | "off"
     note: str  # "semantic on (...)" | "semantic off (...)"
     vectors: SyncStats | None = None  # the vector cache's upkeep on this recall (semantic on)
+    dropped_terms: int = 0  # distinct query terms past MAX_QUERY_TERMS, not searched by bm25
 
     @property
     def summary(self) -> str:
         """One line naming the rankers that took part, e.g. ``rankers: bm25+semantic, fused by
-        reciprocal rank (k=60); semantic on (...)``."""
+        reciprocal rank (k=60); semantic on (...)``, and the terms dropped, if any."""
         fused = f", fused by reciprocal rank (k={RRF_K})" if len(self.rankers) > 1 else ""
-        return f"rankers: {'+'.join(self.rankers)}{fused}; {self.note}"
+        dropped = (f"; bm25 searched the first {MAX_QUERY_TERMS} distinct terms; {self.dropped_terms} more dropped"
+                   if self.dropped_terms else "")
+        return f"rankers: {'+'.join(self.rankers)}{fused}; {self.note}{dropped}"
 
 
 def semantic_note(embedder: Any = _AUTO) -> tuple[Any, str]:
@@ -65,7 +77,9 @@ def recall(lc: Any, query: str, *, category: str | None = None, limit: int = 10,
     forces bm25 only. Conflicted entries carry their alternatives."""
     from ..cache.knowledge_vectors import Fact, KnowledgeVectors
     from ..cache.vectors import VectorsUnavailable, vectors_path
+    from .knowledge import check_query
 
+    check_query(query)
     conn = lc.projections.reader("knowledge")
     pool = max(RECALL_POOL, int(limit))
     emb, note = semantic_note(embedder)
@@ -98,4 +112,5 @@ def recall(lc: Any, query: str, *, category: str | None = None, limit: int = 10,
         hits.append(RecallHit(e, round(score, 6), [n for n, _ in lists if key in members[n]],
                               None if key not in bm else round(bm[key], 6),
                               None if key not in distances else round(distances[key], 6)))
-    return RecallAnswer(query, hits, [n for n, _ in lists], "on" if emb is not None else "off", note, stats)
+    return RecallAnswer(query, hits, [n for n, _ in lists], "on" if emb is not None else "off", note, stats,
+                        fts_terms(query)[1])

@@ -33,6 +33,7 @@ from ..ranking import rrf
 from .base import Projection
 
 BM25_WEIGHTS = (2.0, 1.0, 0.5)  # key, value, category
+MAX_QUERY_TERMS = 32  # distinct terms ORed into one FTS5 query (as code search: cache.code_chunks)
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 STOPWORDS = frozenset(
     "a an and are as at be by do does for from how i in is it of on or our the to use used uses we what "
@@ -177,13 +178,23 @@ def jaccard(a: str, b: str) -> float:
     return len(sa & sb) / len(sa | sb)
 
 
-def fts_query(query: str) -> str | None:
-    """The terms of ``query`` (stopwords dropped unless nothing else is left), each quoted as an
-    FTS5 string (:func:`leanctx.events.fts.quote_query`), ORed so that bm25 ranks partial matches."""
+def fts_terms(query: str) -> tuple[list[str], int]:
+    """(quoted terms, how many distinct terms were dropped) of ``query``: its terms, stopwords
+    dropped unless nothing else is left, each quoted as an FTS5 string
+    (:func:`leanctx.events.fts.quote_query`), duplicates removed, then at most
+    ``MAX_QUERY_TERMS`` of them (the first ones). Linear in the query's length."""
     terms = query.split()
     kept = [t for t in terms if t.lower().strip("?!.,;:") not in STOPWORDS] or terms
-    quoted = [q for q in (quote_query(t) for t in kept) if q]
-    return " OR ".join(dict.fromkeys(quoted)) if quoted else None
+    quoted = list(dict.fromkeys(q for q in (quote_query(t) for t in kept) if q))
+    return quoted[:MAX_QUERY_TERMS], max(len(quoted) - MAX_QUERY_TERMS, 0)
+
+
+def fts_query(query: str) -> str | None:
+    """The terms of ``query`` (:func:`fts_terms`) ORed so that bm25 ranks partial matches, or
+    None when nothing is searchable. FTS5's cost grows with the square of an OR chain's length
+    (16k terms: 1.4 s, 32k: 7.7 s), hence the cap on terms."""
+    quoted, _ = fts_terms(query)
+    return " OR ".join(quoted) if quoted else None
 
 
 # --- queries ---------------------------------------------------------------------------------

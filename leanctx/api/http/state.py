@@ -69,8 +69,9 @@ class ServerState:
                                    " send the request without it")
             key = f"http:{actor}:{key}" + (f"#{step}" if step else "")
         session = session_of(request)
+        # the server's clock, read by the bus once it holds the write lock (not before waiting for it)
         return await self.run(self.lc.bus.dispatch, command, actor=actor, session_id=session,
-                              project=self.project_root, now=self.now(), idempotency_key=key)
+                              project=self.project_root, now=self.config.clock, idempotency_key=key)
 
 
 def session_of(request: Request) -> str | None:

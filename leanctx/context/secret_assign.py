@@ -19,7 +19,6 @@ from .secret_code import (
     no_assignment,
     number,
     numeric_expression,
-    prose,
     prose_after,
     tuple_literals,
 )
@@ -40,6 +39,7 @@ from .secret_names import (
     trim_closers,
     weak,
 )
+from .secret_prose import described
 from .secret_regex import raw_regex, regex_literal
 from .secret_types import Annotations
 
@@ -107,7 +107,7 @@ class _Assignments:
         if bare_pw(name) or (generic_key(name) and identifier_words(value)):
             return m.group(0)  # ``PWD=/home/my dir``: the general rule decides the first word
         if (not re.search(r"\s", value) or value.endswith((".", ";", ":", ",")) or _CODE.search(value)
-                or conditional(value) or numeric_expression(value) or (":" in sep and prose(value))
+                or conditional(value) or numeric_expression(value) or (":" in sep and described(value, name))
                 or keep(value, m.group("name")) or code_phrase(value) or regex_literal(m.string, m.start("value"))
                 or (sep.strip() == "=" and self.lines.python_body(m.start("name")))):
             return m.group(0)  # one word (the general rule below decides), prose or code
@@ -141,7 +141,7 @@ class _Assignments:
             return self.swap(m, "quoted", value)
         value = trim_closers(m.group("value"), ":" if default else "")
         if keep(value, name) or (number(value) and not pin(value, name)) or (default and _EXPRESSION.match(value)) \
-                or (text and ((":" in m.group("sep") and prose_after(text, m.start("value")))
+                or (text and ((":" in m.group("sep") and prose_after(text, m.start("value"), name))
                               or code_value(text, m, value, lines))) \
                 or weak(value, name):
             return m.group(0)

@@ -2,7 +2,7 @@
 
 ``code_value``: whether an unquoted value after a secret name is code reading the secret from
 elsewhere — on any line a call or subscript of a name (``tokenizer.expect(``, ``getpass()``,
-``get_random_string(10)``, ``headers["x"]``, ``key[:16]``; not ``Xk29d(ab``: a password; a
+``get_random_string(10)``, ``headers["x"]``, ``key[:16]``, Perl's ``verify_cb($verify)``; not ``Xk29d(ab``: a password; a
 PascalCase name with digits is a type: ``Ed25519PrivateKey.generate()``), a subscript called
 (``StashKey[IO[bytes]]()``), a value whose brackets close past a space (``StashKey[Config |
 None]()``), a JavaScript regex literal holding regex syntax (``/^Unexpected token '?(.)'?/i``;
@@ -23,8 +23,8 @@ by the rest of an expression (``code_tail``: an arithmetic operator and an opera
 
 ``number``, ``numeric_expression``: a constant (``0x1e``, ``-1000``; not a decimal of 6+ digits
 nor a hex literal over 64 bits), arithmetic with a number in it (``1024 - 1``). ``conditional``:
-a phrase holding ``a if b else c`` or ``c ? x : y``. ``prose``/``prose_after``: a sentence, not
-a value (``limit 0-RTT to resumption connections``).
+a phrase holding ``a if b else c`` or ``c ? x : y``. ``prose_after``: a sentence, not a value
+(``limit 0-RTT to resumption connections``; ``secret_prose`` has the rules).
 
 ``no_assignment``: a name followed by ``=``/``:`` that assigns nothing: ``NAME= word``, sudoers
 ``NOPASSWD:``, a Sphinx field (``:param min_key: ...``), a path before a ``:`` (``/etc/passwd:``),
@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import re
 
+from .secret_prose import described
 from .secret_regex import regex_literal
 from .secret_types import _TYPE_SHAPED, Annotations
 
@@ -74,19 +75,6 @@ _IF = re.compile(r"(?:^|[ \t])if[ \t]")
 _QUESTION = re.compile(r"[ \t]\?[ \t]")
 _ELSE = re.compile(r"[ \t]else\b")
 _COLON = re.compile(r"[ \t]:[ \t]")
-# a sentence, not a value: a plain word of 3+ letters, then 3+ more of which one is a small word of prose
-# (``limit 0-RTT to resumption connections``, ``pass on the underlying error code``)
-_FIRST_WORD = re.compile(r"[A-Za-z][a-z]{2,}(?:-[a-z]+)*[ \t]")  # not a prefix (``sk with spaces tapir``)
-_SMALL_WORDS = frozenset({
-    "a", "an", "the", "to", "for", "of", "on", "in", "into", "with", "without", "from", "by", "at", "as", "is",
-    "are", "was", "be", "been", "when", "if", "around", "after", "before", "than", "that", "this", "its",
-    "instead", "via",
-})
-# a sentence may open with an English word of two letters when two small words follow (``do not
-# send extension when no identities are present``); ``sk``, ``pk``, ``ab`` stay a value's first word
-_SHORT_FIRST = frozenset({"do", "no", "be", "is", "it", "we", "if", "so", "in", "on", "to", "as", "at", "by", "of",
-                          "an", "up", "go"})
-
 # an unquoted value that is code on any line (matched where the value starts): ``lambda``,
 # ``await x``, ``new X``, ``not x``, an attribute of ``self``/``this``, a call or subscript of a
 # (dotted) name (``tokenizer.expect(``, ``getpass()``, ``headers["x"]``; a name of digits in mixed
@@ -94,7 +82,7 @@ _SHORT_FIRST = frozenset({"do", "no", "be", "is", "it", "we", "if", "so", "in", 
 # (``Hunter[Horse]`` may be a YAML value: a subscript holds a lowercase name, a quote or a number)
 _CODE_VALUE = re.compile(r"""lambda\b|(?:await|new|not|typeof|yield|void|function|class|async)\b[ \t(]*[A-Za-z_$(\[{0-9]
     |(?:self|this|cls)\.[A-Za-z_]|&[A-Za-z_]
-    |(?P<path>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?:\((?=[\s)A-Za-z_"'`*\[{(]|-?[\d.]+[ \t]*[,)]|$)|\[(?=[\s\]a-z_"'\d:-]))
+    |(?P<path>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?:\((?=[\s)A-Za-z_"'`*\[{(]|[$@%]\w|-?[\d.]+[ \t]*[,)]|$)|\[(?=[\s\]a-z_"'\d:-]))
     """, re.VERBOSE)
 # ``Xk29d``: mixed case and a digit, not type-shaped (``Ed25519PrivateKey.generate()`` is a call)
 _RANDOM_PART = re.compile(r"(?=[^.]*\d)(?=[^.]*[a-z])(?=[^.]*[A-Z])[^.]+")
@@ -128,7 +116,7 @@ def code_value(text: str, m: re.Match[str], value: str, lines: Annotations | Non
     if (_BARE_NAME.fullmatch(value) or number(value)) and code_tail(text, value, start + len(value)):
         return True  # ``explicit_token = token is not None``, ``X_KEY = BASE + 1``, ``a if b else c``
     if (c := _CODE_VALUE.match(text, start)) is not None:
-        return not (c.group("path") and random_path(c.group("path")))
+        return not (c.group("path") and random_path(c.group("path"), called=True))
     if _opens_past(text, value, start) or subscript_called(value) or regex_literal(text, start):
         return True  # ``StashKey[Config | None]()``, ``StashKey[IO[bytes]]()``, ``/^Unexpected (.)/i``
     name, sep = m.group("name"), m.group("sep").strip()
@@ -201,10 +189,13 @@ def tuple_literals(text: str, m: re.Match[str]) -> list[tuple[int, int]] | None:
     return [spans[index]] if index < len(spans) else spans
 
 
-def random_path(path: str) -> bool:
+def random_path(path: str, *, called: bool = False) -> bool:
     """Whether a part of the dotted ``path`` reads as random (mixed case and a digit, not
-    PascalCase humps: ``Xk29d``, not ``Ed25519PrivateKey``)."""
-    return any(_RANDOM_PART.fullmatch(p) and not _TYPE_SHAPED.match(p) for p in path.split("."))
+    PascalCase humps: ``Xk29d``, not ``Ed25519PrivateKey``); ``called`` (the name of a call), a
+    snake_case part is read word by word (``PEM_string2key(``: ``PEM``, ``string2key``; ``Xk29d_ab(``:
+    ``Xk29d``)."""
+    return any(_RANDOM_PART.fullmatch(p) and not _TYPE_SHAPED.match(p)
+               and (not called or any(_RANDOM_PART.fullmatch(w) for w in p.split("_") if w)) for p in path.split("."))
 
 
 def _opens_past(text: str, value: str, start: int) -> bool:
@@ -273,23 +264,10 @@ def conditional(phrase: str) -> bool:
     return q is not None and _COLON.search(phrase, q.end() - 1) is not None
 
 
-def prose(phrase: str) -> bool:
-    """Whether ``phrase`` reads as a sentence, not a value: a plain word first, then 3+ more of
-    which one is a small word of prose (``use HMAC-SHA256 for PBKDF2``; ``correct horse battery
-    staple`` holds none: a passphrase), or two when the first is an English word of two letters
-    (``do not send it when the server...``; ``to be or not`` holds one)."""
-    words = phrase.split(None, 40)
-    if len(words) < 4:
-        return False
-    small = sum(w in _SMALL_WORDS for w in words[1:40])
-    if _FIRST_WORD.match(phrase):
-        return small >= 1
-    return small >= 2 and phrase[2:3] in (" ", "\t") and words[0].lower() in _SHORT_FIRST
-
-
-def prose_after(text: str, start: int) -> bool:
-    """Whether the line from ``start`` (a value's first word) reads as a sentence."""
-    return prose(_line_after(text, start))
+def prose_after(text: str, start: int, name: str = "") -> bool:
+    """Whether the line from ``start`` (a value's first word) is no value after ``name:`` but a
+    sentence, a status or a description (``secret_prose.described``)."""
+    return described(_line_after(text, start), name)
 
 
 def no_assignment(text: str, m: re.Match[str]) -> bool:

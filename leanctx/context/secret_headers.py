@@ -7,8 +7,8 @@ Only the value goes; the header or flag name (and a user name) stays, so the tex
   ``Authorization:'Bearer x'``, JSON/YAML/dict ``"Authorization": "Bearer x"``, a raw dump
   ``> Authorization: ...``): ``Authorization`` and ``Proxy-Authorization`` (``<scheme> <credential>``
   or a bare credential; an auth-param list — ``Digest username="x", response="..."``, AWS
-  ``Credential=...`` — goes whole to the end of the header; kind ``basic_auth`` for ``Basic``,
-  else ``auth_header``), and ``X-API-Key``, ``Api-Key``, ``X-Auth-Token``, ``X-Access-Token``,
+  ``Credential=...`` — goes whole to the end of the header if a value in it looks generated
+  (``OAuth realm="Example",`` holds none); kind ``basic_auth`` for ``Basic``, else ``auth_header``), and ``X-API-Key``, ``Api-Key``, ``X-Auth-Token``, ``X-Access-Token``,
   ``Private-Token``, ``X-...-Token``/``-Key``/``-Secret`` (kind ``auth_header``). A credential is
   token-shaped (``[A-Za-z0-9._~+/=-]``, 8+ characters) and looks random: a digit, mixed case, ``+/=``
   or 32+ characters, and not an identifier (``accessToken``, ``API_TOKEN``, ``settings.api_key``).
@@ -65,6 +65,7 @@ _TOKEN = r"[A-Za-z0-9._~+/=-]+"
 # an auth-param list (``Digest username="x", ...``, ``AWS4-HMAC-SHA256 Credential=...``), not a
 # base64 credential's ``=`` padding; a space may be escaped (``--header=Authorization:Bearer\ x``)
 _PARAMS = re.compile(r"(?P<scheme>[A-Za-z][\w-]*)\\?[ \t]+[A-Za-z_][\w-]*=(?=[\"\w])")
+_PARAM_VALUE, _GENERATED = re.compile(r"""[\w-]+=\\?["']?([^"'\s,\\]*)"""), re.compile(r"[0-9+/=%]")
 _SCHEMED = re.compile(rf"(?P<scheme>[A-Za-z][\w-]*)\\?[ \t]+(?P<cred>{_TOKEN})(?=[\s,;)}}\]\\]|$)")
 _BARE = re.compile(rf"(?P<cred>{_TOKEN})(?=[\s,;)}}\]\\]|$)")  # ``\\``: an escape (``abc\r\nHost: x``)
 _SPACE = re.compile(r"\s")
@@ -182,7 +183,10 @@ def _headers(text: str, low: str) -> Iterator[Span]:
         auth = m.group("auth") is not None
         if auth and (p := _PARAMS.match(region)):
             value = region[p.end("scheme"):].strip()
-            if len(value) >= _MIN_CREDENTIAL and "{" not in value and "$" not in value:
+            # a credential when a value in it is 8+ characters with a digit or ``+/=%``, or 32+
+            # (``response="6629fae4..."``; not ``realm="Example"``, ``profile="UsernameToken"``)
+            if len(value) >= _MIN_CREDENTIAL and "{" not in value and "$" not in value and any(
+                    len(v) >= _MIN_CREDENTIAL and (len(v) >= 32 or _GENERATED.search(v)) for v in _PARAM_VALUE.findall(value)):
                 at = start + region.index(value, p.end("scheme"))
                 yield at, at + len(value), "auth_header"
             continue

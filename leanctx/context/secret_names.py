@@ -44,10 +44,12 @@ _KEY_SHAPED = re.compile(r"(?=[^\n]*[0-9+/=])[A-Za-z0-9._~+/=-]{8,}")
 _GENERIC_KEY = re.compile(r"""_key["']?$""", re.IGNORECASE)
 _SECRET_KEY_NAME = re.compile(r"""(?:secret|private|access|api|account|encryption|signing|master|hmac|aes|jwt"""
                               r"""|cipher|crypt|license|shared)[_-]?key["']?$|secret""", re.IGNORECASE)
-# identifier words: letters with at most 3 digits after them (``sha256``), a ``$`` before them
-# (``$id``), a template (``{id}``, ``%s``), or a short number, between ``-_./:`` and spaces
+# identifier words: letters with at most 3 digits after them (``sha256``), a sigil before them
+# (``$id``, ``#text``), a template (``{id}``, ``%s``), or a short number, between ``-_./:`` and spaces
 _WORD_SEPARATORS = re.compile(r"[-_./: ]+")
-_WORD = re.compile(r"\$?[A-Za-z]+[0-9]{0,3}|\{\w*\}|%[sd]|[0-9]{1,3}")
+_WORD = re.compile(r"[$#@]?[A-Za-z]+[0-9]{0,3}|\{\w*\}|%[sd]|[0-9]{1,3}")  # ``$id``, ``#text``, ``@attr``
+# a key's fingerprint, colon hex bytes (modinfo's ``sig_key: 51:C4:0C:...``): public, after a generic ``_key`` name
+_FINGERPRINT = re.compile(r"[0-9A-Fa-f]{2}(?::[0-9A-Fa-f]{2}){7,63}")
 # the humps of a word (``get``, ``HTTP``, ``Server``): a name has few for its length, random
 # mixed case many (``bPxRfiCY``: b Px Rfi CY)
 _HUMPS = re.compile(r"[A-Z]+(?![a-z])|[A-Z][a-z]*|[a-z]+")
@@ -88,9 +90,22 @@ _DEFAULT = re.compile(r"[ \t]*=(?![=>~])[ \t]*")
 # subscript, lambda): ``= Field(...)``, ``= settings.token``, ``= load_key(data)``
 _EXPRESSION = re.compile(r"(?:lambda|await|not)\b|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?:[(\[]|$)")
 # an unquoted value that reads the secret from elsewhere instead of holding it: ``os.environ[...]``,
-# ``os.getenv(...)``, ``process.env.X``, ``ENV[...]``, ``$(cmd)``, ``${VAR:-x}``
-_REFERENCE = re.compile(r"^(?:os\.(?:environ\b|getenv\()|process\.env\b|ENV\[|\$\(|\$\{)")
+# ``os.getenv(...)``, ``process.env.X``, ``ENV[...]``, ``$(cmd)``, ``${VAR:-x}``, a Perl or PHP
+# variable's element (``$entry->{$key}``, ``$opts{pass}``, ``$args[1]``)
+_REFERENCE = re.compile(r"^(?:os\.(?:environ\b|getenv\()|process\.env\b|ENV\[|\$\(|\$\{|\$[A-Za-z_]\w*(?:->|\{|\[))")
 _OPEN, _CLOSE, _QUOTES = "([{", ")]}", "\"'`"
+# an HTML-escaped placeholder: ``&#x3C;string>``, ``&lt;password&gt;`` (Node's docs)
+_ESCAPED_PLACEHOLDER = re.compile(r"&(?:lt|#x0*3c|#0*60);[\w|. -]*(?:>|&gt;|&#x0*3e;|&#0*62;)", re.IGNORECASE)
+# a token's type, an HTTP auth scheme, is no token (``default_token='Bearer'``)
+_TOKEN_NAME = re.compile(r"token[\"']?$", re.IGNORECASE)
+_SCHEME = re.compile(r"Bearer|bearer|BEARER|Basic|Digest|MAC|Negotiate|OAuth|DPoP")
+# nsswitch.conf's ``passwd:`` database lists its sources (``passwd: files ldap``, ``compat systemd``)
+_NSS_SOURCE = re.compile(r"files|db|compat|nis(?:plus)?|dns|ldap|sss|systemd|hesiod|mdns[46]?(?:_minimal)?|winbind"
+                         r"|wins|myhostname|mymachines|resolve|altfiles|cache|extrausers|usrfiles|libvirt(?:_guest)?"
+                         r"|\[!?[A-Za-z]+=[a-z]+\]")
+_ARTICLE = re.compile(r"^(?:a|an|the|your|my)[ \t]+", re.IGNORECASE)
+_NAME_WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")  # ``challengePassword``: challenge, Password
+_HEADER_END = re.compile(r"[^(\[][)\]]:$")  # ``None):``, ``x]:``: a signature or block header ends (``():`` is a value's)
 # A config line (``.env``, YAML, INI, ``export``) of any secret name (a key, password, passphrase,
 # secret or token): an unquoted value of several words runs to the end of the line (before a `` #``
 # comment), unless it looks like code (brackets, ``=``, quotes, ``|``: ``token: str | None`` is a
@@ -122,10 +137,24 @@ def keep(value: str, name: str) -> bool:
     """Whether ``value`` is no secret: short, a placeholder, a reference (``os.environ[...]``),
     already redacted, or the name itself in any case and separators (the variable of the same
     name passed on, ``password=password``; a schema's name, ``CHALLENGE_PASSWORD: "challengePassword"``,
-    ``API_KEY = "api-key"``)."""
+    ``API_KEY = "api-key"``), or its last words as a label (``A challenge password``)."""
     v = value.strip()
     return (len(v) < _MIN_VALUE or bool(_PLACEHOLDER.match(v)) or bool(_REFERENCE.match(v))
-            or v.startswith("[REDACTED:") or _bare(v.rsplit(".", 1)[-1]) == _bare(name.strip("\"'").rsplit(".", 1)[-1]))
+            or v.startswith("[REDACTED:") or _bare(v.rsplit(".", 1)[-1]) == _bare(name.strip("\"'").rsplit(".", 1)[-1])
+            or (" " in v and _label(v, name)) or (v[0] == "&" and bool(_ESCAPED_PLACEHOLDER.match(v)))
+            or (bool(_SCHEME.fullmatch(v)) and bool(_TOKEN_NAME.search(name)))
+            or (name.strip("\"'").lower() == "passwd" and all(_NSS_SOURCE.fullmatch(w) for w in v.split())))
+
+
+def _label(phrase: str, name: str) -> bool:
+    """Whether ``phrase`` (several words) is the name's own last words, maybe after an article: a
+    prompt or label naming the field (OpenSSL's ``challengePassword = A challenge password``,
+    ``db_password: the password``)."""
+    words = _ARTICLE.sub("", phrase).lower().split()
+    if not (1 <= len(words) < len(phrase.split()) or len(words) >= 2):
+        return False
+    own = [w.lower() for w in _NAME_WORDS.findall(name)]
+    return all(w.isalpha() for w in words) and len(words) <= len(own) and own[-len(words):] == words
 
 
 def _bare(name: str) -> str:
@@ -141,8 +170,8 @@ def weak(value: str, name: str, quoted: bool = False) -> bool:
         return not (_KEY_SHAPED.fullmatch(value) and looks_generated(value))
     if _BARE_PW.fullmatch(name):
         return not looks_generated(value) or bool(_PATH.match(value))
-    if generic_key(name):
-        return identifier_words(value)
+    if generic_key(name):  # a dictionary key or a setting: identifier words, a fingerprint
+        return identifier_words(value) or bool(_FINGERPRINT.fullmatch(value))
     return (not _UPPER_NAME.search(name) and name.strip("\"'") != "_auth"
             and (not looks_generated(value) or (not quoted and bool(_CAMEL_IDENT.fullmatch(value)))))
 
@@ -169,7 +198,7 @@ def identifier_words(value: str) -> bool:
             continue
         if not _WORD.fullmatch(word):
             return False
-        letters = word.strip("$0123456789")
+        letters = word.strip("$#@0123456789")
         if len(_HUMPS.findall(letters)) > max(1, len(letters) // 3):
             return False
     return True
@@ -184,9 +213,12 @@ def pin(value: str, name: str) -> bool:
 def trim_closers(value: str, also: str = "") -> str:
     """An unquoted value less what closes the syntax around it: trailing ``,`` ``;`` (and ``also``),
     brackets it never opened and quotes it never opened (``str,`` → ``str``, ``x")`` → ``x``,
-    ``Optional[str]`` stays)."""
-    while value and value[-1] in ",;)]}\"'`" + also:
+    ``Optional[str]`` stays), and the ``:`` after such a bracket (a signature's end: ``None):``)."""
+    while value and (value[-1] in ",;)]}\"'`" + also or _HEADER_END.search(value)):
         c = value[-1]
+        if c == ":":
+            value = value[:-1]
+            continue
         if c in _CLOSE and value.count(_OPEN[_CLOSE.index(c)]) >= value.count(c):
             break
         if c in _QUOTES and value.count(c) % 2 == 0:

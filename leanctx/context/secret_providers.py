@@ -2,7 +2,8 @@
 they occur — private key blocks, AWS, GitHub, GitLab, OpenAI, Anthropic, Slack, Stripe, Google,
 npm, PyPI, Vault, Hugging Face, SendGrid, age, JWTs — and the password of a URL
 (``postgresql://u:p@h/db``, ``redis://:pass@h``; not a placeholder: ``user:pass@``,
-``<password>``, ``${PASS}``) or of a ``.netrc`` (``machine h login u password X``).
+``<password>``, ``${PASS}``) or of a ``.netrc`` (``machine h login u password X``; not a template's
+``password {self.password}``).
 """
 
 from __future__ import annotations
@@ -72,6 +73,10 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 _URL_PLACEHOLDER = re.compile(rf"(?:{PLACEHOLDER_WORDS}|pass(?:word)?\]|x+|\*+|\.\.\.|%s|\$\{{?\w+\}}?"
                               r"|\{\w*\}|<[^<>]*>?|&lt;.*?(?:&gt;)?|\\fI.*|\[REDACTED:\w+\])$", re.IGNORECASE)
 
+# a ``.netrc`` line built by a template: ``f"... password {self.password}"``, ``${PASS}``, ``%s``, ``<password>``
+# (a ``.netrc`` expands no variable: ``password $ecr3t`` is a password)
+_NETRC_TEMPLATE = re.compile(r"""(?:\{[\w.]*\}|\$\{\w+\}|%s|<[^<>\s]*>)["'`]?$""")
+
 
 def redact_providers(text: str, hide: Callable[[str, str], str]) -> str:
     """``text`` with each provider format replaced by ``hide(kind, value)`` (what a ``keep``
@@ -81,7 +86,8 @@ def redact_providers(text: str, hide: Callable[[str, str], str]) -> str:
         def repl(m: re.Match[str]) -> str:
             keep = m.groupdict().get("keep") or ""
             value = m.group(0)[len(keep):]
-            if kind == "url_password" and _URL_PLACEHOLDER.match(value):
+            if (kind == "url_password" and _URL_PLACEHOLDER.match(value)) or (
+                    kind == "netrc_password" and _NETRC_TEMPLATE.match(value)):
                 return m.group(0)
             return keep + hide(kind, value)
 

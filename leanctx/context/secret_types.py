@@ -17,7 +17,8 @@ the line or be followed by ``,`` ``;`` ``)`` ``]`` ``}`` ``{`` ``=`` ``by`` or a
 in it is a known type name (``_KNOWN``: ``str``, ``bytes``, ``string``, ``String``, ``SecretStr``,
 ``Optional``, ``None``...), type-shaped (PascalCase humps with a lowercase letter: ``Token``,
 ``SSHPublicKeyTypes``, ``X25519PublicKey``, ``_FragList``; never ``hunter2horse``, ``ABCD1234``
-or random mixed case like ``GfXfc1sAp``) or a type name that is also a word (``_CODE_ONLY``:
+or random mixed case like ``GfXfc1sAp``), an alias named as a constant (words of capitals joined
+by ``_``: ``_SSH_PRIVATE_KEY_TYPES``) or a type name that is also a word (``_CODE_ONLY``:
 ``object``, ``unknown``, ``Promise``...). Then it is:
 
 - **a type wherever it occurs** when it holds a known name, unquoted: ``password: Optional[str]``,
@@ -77,12 +78,16 @@ _NAME = re.compile(r"[A-Za-z_$][\w$]*")
 # PascalCase humps (``Token``, ``SSHPublicKeyTypes``, ``X25519PublicKey``, ``_FragList``) with a
 # lowercase letter: not ``ABCD1234`` nor random mixed case (``GfXfcx1sAp``: a lowercase after a digit)
 _TYPE_SHAPED = re.compile(r"(?=\w*[a-z])_*(?=[A-Z])(?:[A-Z][a-z]+|[A-Z]+(?=[A-Z][a-z]|[0-9_]|$)|[0-9]+|_)+$")
+# a type alias named as a constant, words of capitals joined by ``_`` (``_SSH_PRIVATE_KEY_TYPES``,
+# ``CERTIFICATE_PUBLIC_KEY_TYPES``): a type only in code, like a type-shaped name
+_ALIAS_SHAPED = re.compile(r"_*[A-Z]{2,}(?:_[A-Z]{2,})+$")
 _FOLLOW = re.compile(r"[ \t]*(?:$|[,;)\]}{]|=(?![=>~])|\#|//|/\*|by\b)", re.MULTILINE)
 _DEFAULT = re.compile(r"[ \t]+=[ \t]")
 _DECL = re.compile(r"(?:^|[(,])[ \t]*(?:(?:pub(?:\([\w:]*\))?|private|public|protected|internal|readonly|static|final"
                    r"|override|lateinit|open|const|let|var|val|export|declare|abstract|mut)[ \t]+)+$")
 _RECEIVER = re.compile(r"(?:self|this|cls)\.")
-_PARAMS = re.compile(r"[ \t]*(?:[A-Za-z_*][^\[\]{}()\"'`=]*,[ \t]*)?")  # indentation, maybe ``self, x: int, ``
+# indentation, maybe ``self, x: int, `` (a quoted forward reference among them: ``backend: "Backend", ``)
+_PARAMS = re.compile(r"""[ \t]*(?:[A-Za-z_*](?:[^\[\]{}()"'`=]|"[\w.]+"|'[\w.]+')*,[ \t]*)?""")
 _CALL_ARGS = re.compile(r"[^{}()\"'`]*")  # from an open ``def f(`` to the name: no quote, brace, call
 # a signature opened on the line before the name: ``def f(``, ``fn new<T>(``, ``data class X(``
 _SIGNATURE = re.compile(r"(?:^|[^\w.])(?:def|fn|fun|func|function|constructor|init|class)\b[^()]*$")
@@ -181,7 +186,7 @@ class _Parser:
             self.pos += len(sep)
         head = parts[-1]
         known = head in _KNOWN or (len(parts) > 1 and ".".join(parts) in _KNOWN)
-        shaped = head in _CODE_ONLY or bool(_TYPE_SHAPED.match(head))
+        shaped = head in _CODE_ONLY or bool(_TYPE_SHAPED.match(head) or _ALIAS_SHAPED.match(head))
         if not (known or shaped):
             return False
         self.strong |= known

@@ -11,7 +11,7 @@ KEY-----"``, followed by code, is no key —, PuTTY ``.ppk`` private lines, AWS,
 ``hvs.``, Hugging Face ``hf_``, SendGrid, Stripe ``whsec_``, age, Google ``ya29.``... tokens, URL
 passwords — ``psql "postgresql://u:p@h/db"``, ``git clone https://user:token@host/...``,
 ``redis://:pass@h``; not a placeholder: ``user:pass@``, ``<password>``, ``${PASS}`` — ``.netrc``
-``login u password X``, JWTs) wherever they occur; **credentials of connection strings, URL query
+``login u password X`` (not a template's ``password {self.password}``), JWTs) wherever they occur; **credentials of connection strings, URL query
 strings, XML config and a few more command lines** (``leanctx.context.secret_formats`` has the
 exact rules: Azure ``AccountKey=``/``SharedAccessKey=``/``SharedAccessSignature=``, ``?token=``,
 ``&sig=``, ``Signature=``, ``X-Amz-Signature=``, ``X-Amz-Credential=``, Maven ``<password>``, NuGet
@@ -27,7 +27,8 @@ of session cookies (``Cookie:``/``Set-Cookie:``/``curl -b``, a name holding ``se
 ``auth``, ``sid`` or ``jwt``: ``cookie``); ``curl -u/--user user:pass``, httpie ``-a user:pass``,
 ``--password x``, ``--token x``, ``--api-key x`` (spaced: a value that looks generated), ``mysql -pPASS``, ``sshpass -p x``, ``docker login
 -p x``, ``htpasswd -b file user pass`` (``cli_password``). A header credential must look generated
-(8+ characters with a digit, mixed case or ``+/=``, not an identifier such as ``accessToken``), so
+(8+ characters with a digit, mixed case or ``+/=``, not an identifier such as ``accessToken``; an
+auth-param list one such value: ``WSSE profile="UsernameToken"`` stays), so
 placeholders (``Bearer $TOKEN``, ``${TOKEN}``, ``<token>``, f-string ``{token}``), variables
 (``{"Authorization": token}``) and prose (``the Authorization header``) stay, and ``-u``/``-p``
 count for those commands only (``sort -u``, ``ps -u root``, ``docker run -p 80:80``, ``ls -p``
@@ -64,7 +65,8 @@ YAML, JSON ``"password": "..."``, TOML/INI, code, ``--password=``, ``?api_key=``
 rule): after ``name:`` (one colon, an unquoted name), a type expression is kept wherever it
 occurs when it holds a known type name (``api_key: Optional[str]``, ``password: SecretStr``,
 ``pub api_key: String,``, ``access_token: str | None``), and otherwise when it is made of PascalCase
-names (``access_token: Token``, ``"Token"``, ``key: Foo[Bar]``) on a line that reads as code (a
+names or aliases named as constants (``access_token: Token``, ``"Token"``, ``key: Foo[Bar]``,
+``private_key: _SSH_PRIVATE_KEY_TYPES,``) on a line that reads as code (a
 class body, a signature, a declaration keyword, a default). A bare ``db_password: Password123``
 or ``password: Hunter`` (YAML, ``.env``, a line out of context) is a value and redacted: the
 text carries no file type, and when nothing says code, it is redacted. The **default** after an
@@ -74,8 +76,8 @@ attribute, call, subscript, ``lambda``: ``= Field(...)``, ``= settings.key``).
 
 **Code** reading the value from elsewhere is kept (``leanctx.context.secret_code`` has the exact
 rule): an unquoted value that is a call or
-subscript of a name (``tokenizer.expect(``, ``getpass()``, ``headers["x"]``; not ``Xk29d(ab``,
-a password), starts with ``lambda``, ``await``, ``new``, ``not``, or is ``self.x``/``this.x``; a
+subscript of a name (``tokenizer.expect(``, ``getpass()``, ``headers["x"]``, Perl's
+``PEM_string2key($data)``; not ``Xk29d(ab``, a password), starts with ``lambda``, ``await``, ``new``, ``not``, or is ``self.x``/``this.x``; a
 bare (dotted) name only where the line says code: a declaration (``const``, ``let``, ``var``,
 ``my $``, ``final String``...), tuple unpacking (``user, passwd = creds``), ``self.x = y``, a
 keyword argument (``f(a, password=pw)``, or on a line of its own in a call opened on a line above:
@@ -105,7 +107,10 @@ more words, one of them a small word of prose (``the``, ``to``, ``for``, ``on``,
 changelog subjects (``pre_shared_key: limit 0-RTT to resumption connections``, ``- af_key:
 validate families in pfkey_send_migrate()``), messages (``EncodeToken: Unable to encode token``);
 or an English word of two letters and two small words (``pre_shared_key: do not send extension
-when no identities are present``; ``password: to be or not`` holds one).
+when no identities are present``; ``password: to be or not`` holds one); nor are a changelog's
+status words (``gnutls_session_get_master_secret: Added``, ``GNUTLS_BAG_SECRET: ADDED to x.h.``)
+and a phrase of 3+ words naming the field's own noun (``_tls13_derive_secret: define secret
+argument``; ``leanctx.context.secret_prose`` has these rules).
 A passphrase holding none (``password: correct horse battery``) or not opening with a plain word
 (``password: Tr0ub4dor to the moon``) stays a value, as does any ``NAME=several words``.
 
@@ -121,9 +126,14 @@ phrase counts whole, so ``sk with spaces`` is redacted although ``sk`` is short)
 ``changeme``, ``YOUR_API_KEY``, ``your-password``; after a name, lowercase or uppercase only:
 ``access_token: "Token"`` is redacted; ``-U user%pass,`` before a sentence's ``,`` too), a schema's
 type word (``"password": "string?"``, ``"passphrase": "string"``), the name itself in any case or
-separators (``CHALLENGE_PASSWORD: "challengePassword"``, ``API_KEY = "api-key"``), a quoted symbol
+separators (``CHALLENGE_PASSWORD: "challengePassword"``, ``API_KEY = "api-key"``) or its last words
+as a label (``challengePassword = A challenge password``), an HTML-escaped placeholder
+(``passphrase: &#x3C;string>``), an auth scheme after a token's name (``default_token='Bearer'``),
+nsswitch's sources (``passwd: files ldap``), after a generic ``_KEY`` name a fingerprint
+(``sig_key: 51:C4:0C:...``) or words with a sigil (``cdata_key='#text'``), a quoted symbol
 of lowercase words (``"passwd:gecos"``; not ``"password:hunter2"``), references (``os.environ[...]``,
-``os.getenv(...)``, ``process.env.X``, ``$(cmd)``), f-strings and bracketed structures, a
+``os.getenv(...)``, ``process.env.X``, ``$(cmd)``, Perl's ``$entry->{$key}``), a signature's
+default (``def read(self, pwd=None):``), f-strings and bracketed structures, a
 variable passed on under its own name (``password=password``), walrus assignments, and
 several-word values that read as code (brackets, ``=``, ``|``, quotes, ``is not``, ``None``,
 ``lambda``, `` + ``, a conditional...) or prose (ending with ``.``, ``;``, ``:`` or ``,``); of those, the

@@ -82,6 +82,12 @@ measured (``raw_tokens_recorded`` in reports). Per kind:
   ``archive.created``'s ``source``, else the tool is ``expand``.
 - ``file.edited``: raw = sent (a plain edit tool answers about as much): neither a saving nor
   a cost.
+- a **refused context call** (a ``tool.called`` error of a command a context tool dispatches,
+  ``savings_rules.REFUSAL_TOOLS``: a budget refusal, a refused edit, ...): its error answer is
+  sent — ``CODE: message`` as recorded, in the conversation's encoding (``savings_rules.refusal``)
+  — raw 0 (no plain answer is on record), charged to its tool (a read's mode ``error``).
+  Refusals before any dispatch (a path not found, invalid arguments), a multi-path read's
+  failed entries and the resume block the MCP server appends are on no event: not counted.
 - a file a read of several files only **named as not sent** (past its cap: a ``file.read`` of
   mode ``unsent``, ``UNSENT_MODE``) was not read: raw 0 (recorded raw too), nothing deferred,
   sent its one line; it is no compressed read and never bounces.
@@ -95,7 +101,8 @@ conversation that carry the same ``correlation_id`` (the dispatch's tool-call id
 call; an event without a correlation id is a call of its own. ``tool.called`` records are not
 counted: only calls that produced a context event (read, shell, search, expand, edit) move the
 counter, so coordination traffic (heartbeats, chat, locks) never pushes a bounce out of its
-window, and refused calls (no context event) do not count.
+window, nor do refused calls (a refused context call is a call of its own in ``calls``, with
+call index −position).
 
 **Bounce.** A *compressed read* is a non-stub ``file.read`` with a mode other than ``full``,
 ``lines:`` and ``unsent`` (a file named as not sent: nothing was read, nor is it a full
@@ -136,7 +143,9 @@ from ..events.kinds.context import (
     SearchRan,
     ShellRan,
 )
+from ..events.kinds.tool import ToolCalled
 from .base import Projection
+from .savings_bounces import BOUNCE_WINDOW, next_call, resolve_bounces  # noqa: F401 - read_rules reads the window
 from .savings_report import (  # noqa: F401 - the queries, re-exported: savings.report(...)
     CALL_COUNT,
     DIMENSIONS,
@@ -164,16 +173,16 @@ from .savings_rules import (  # noqa: F401 - re-exported: savings.file_ext(...)
     file_ext,
     read_baseline,
     redeem_expansion,
+    refusal,
     search_baseline,
 )
 
 ANONYMOUS = "anonymous"
-BOUNCE_WINDOW = 3  # a full read at most this many calls after the compressed one is a bounce
 
 
 class Savings(Projection):
     name = "savings"
-    version = 6  # 2: capped reads count only the part they covered (deferred_tokens, savings_deferred)
+    version = 7  # 2: capped reads count only the part they covered (deferred_tokens, savings_deferred)
     # 3: capped shell answers likewise; one bounce per full read, stubs never bounce; stubs count
     #    the view they stand for (savings_views), ``lines:`` reads the plain text of those lines
     # 4: an archive's deferral is owed once per conversation (the latest capped answer's rest)
@@ -181,7 +190,9 @@ class Savings(Projection):
     #    text_tokens, never lines the conversation holds (savings_deferred.held); ``lines:`` reads
     #    never bounce; an expansion that completes the held lines redeems all that is owed
     # 6: a file named as not sent (mode ``unsent``) claims no raw, defers nothing, never bounces
-    kinds = frozenset({"file.read", "shell.ran", "search.ran", "archive.expanded", "file.edited", "archive.created"})
+    # 7: a refused context call's error answer is sent (``tool.called`` errors)
+    kinds = frozenset({"file.read", "shell.ran", "search.ran", "archive.expanded", "file.edited", "archive.created",
+                       "tool.called"})
     consistency = "eventual"  # nothing decides on it: it catches up before it is read
     tables = {
         "savings_calls": """CREATE TABLE IF NOT EXISTS savings_calls (
@@ -279,9 +290,15 @@ class Savings(Projection):
             return
         agent = event.actor or ANONYMOUS
         session = getattr(ev, "session_id", None) or ""
-        call = _next_call(conn, agent, session, event.correlation_id or f"#{event.position}")
         row: dict[str, Any] = {"tool": "", "mode": None, "family": None, "ext": None, "path": None,
                                "raw": 0, "baseline": 0, "sent": 0, "expansion": 0, "encoding": None, "deferred": 0}
+        if isinstance(ev, ToolCalled):
+            if (answer := refusal(conn, ev, agent, session)) is None:
+                return  # a success (its context events count), or no context call's refusal
+            row.update(zip(("tool", "mode", "sent", "encoding"), answer, strict=True))
+            call = -event.position  # a call of its own that moves no bounce window (module doc)
+        else:
+            call = next_call(conn, agent, session, event.correlation_id or f"#{event.position}")
         if isinstance(ev, FileRead):
             mode = "stub" if ev.stub else _norm_mode(ev.mode)
             if ev.stub:
@@ -328,7 +345,7 @@ class Savings(Projection):
             row.update(tool=tool, sent=ev.sent_tokens, expansion=1, baseline=back, deferred=-back)
             if a:
                 row.update(mode=a[2], family=a[3], ext=a[4], path=a[5])
-        else:  # pragma: no cover - kinds is the filter
+        elif not isinstance(ev, ToolCalled):  # pragma: no cover - kinds is the filter
             return
         row["baseline"] = min(row["baseline"], PLAIN_RESULT_LIMIT)  # no plain answer is larger
         conn.execute(
@@ -351,58 +368,10 @@ class Savings(Projection):
             )
         if isinstance(ev, FileRead) and not ev.stub:  # a stub is not a compressed read: it never bounces
             if row["mode"] == "full":
-                _resolve_bounces(conn, event, agent, session, ev, call)
+                resolve_bounces(conn, event, agent, session, ev, call)
             elif row["mode"] not in ("lines", UNSENT_MODE):  # nor is a ``lines:`` read (plain lines): never bounced
                 conn.execute(
                     "INSERT INTO savings_pending (position, agent, session, path, content_hash, call_index)"
                     " VALUES (?, ?, ?, ?, ?, ?)",
                     (event.position, agent, session, ev.path, ev.content_hash, call),
                 )
-
-
-def _next_call(conn: Any, agent: str, session: str, call_id: str) -> int:
-    """The call index of this event in its conversation (see the module doc)."""
-    row = conn.execute(
-        "SELECT calls, last_call FROM savings_conversations WHERE agent = ? AND session = ?", (agent, session)
-    ).fetchone()
-    if row is not None and row[1] == call_id:
-        return int(row[0])
-    calls = (int(row[0]) if row else 0) + 1
-    conn.execute(
-        "INSERT INTO savings_conversations (agent, session, calls, last_call) VALUES (?, ?, ?, ?)"
-        " ON CONFLICT(agent, session) DO UPDATE SET calls = excluded.calls, last_call = excluded.last_call",
-        (agent, session, calls, call_id),
-    )
-    # compressed reads that fell out of every future window can never bounce: forget them
-    conn.execute(
-        "DELETE FROM savings_pending WHERE agent = ? AND session = ? AND call_index < ?",
-        (agent, session, calls - BOUNCE_WINDOW),
-    )
-    return calls
-
-
-def _resolve_bounces(conn: Any, event: StoredEvent, agent: str, session: str, ev: FileRead, call: int) -> None:
-    pending = conn.execute(
-        "SELECT p.position, p.call_index, c.mode, c.sent_tokens, c.ts, c.day FROM savings_pending p"
-        " JOIN savings_calls c ON c.position = p.position"
-        " WHERE p.agent = ? AND p.session = ? AND p.path = ? AND p.content_hash = ? AND p.call_index >= ?"
-        " ORDER BY p.position",
-        (agent, session, ev.path, ev.content_hash, call - BOUNCE_WINDOW),
-    ).fetchall()
-    if pending:
-        # one bounce per full read: charged to the closest compressed read before it; every
-        # compressed read in the window has its savings retracted and its tokens wasted, once
-        conn.executemany(
-            "UPDATE savings_calls SET baseline_tokens = 0, wasted_tokens = sent_tokens"
-            " WHERE position = ?",
-            [(p[0],) for p in pending],
-        )
-        pos, idx, mode, _, ts, day = pending[-1]
-        conn.execute("UPDATE savings_calls SET bounced = 1 WHERE position = ?", (pos,))
-        conn.execute(
-            "INSERT INTO savings_bounces (position, full_position, ts, day, agent, session, path, mode, calls_between,"
-            " wasted_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (pos, event.position, ts, day, agent, session, ev.path, mode, call - idx, sum(p[3] for p in pending)),
-        )
-    # the full read answers every earlier compressed read of this path: none can bounce later
-    conn.execute("DELETE FROM savings_pending WHERE agent = ? AND session = ? AND path = ?", (agent, session, ev.path))

@@ -1,7 +1,8 @@
 """The savings projection's per-event rules (``leanctx.projections.savings`` documents them):
 the plain baseline of a read, a stub, a search and a capped shell answer, and its ceiling
 (``PLAIN_RESULT_LIMIT``); what caps defer and expansions redeem (``savings_deferred``, with
-the archive lines the conversation holds); the derived dimensions (mode, extension, family)."""
+the archive lines the conversation holds); the error answer of a refused context call
+(``refusal``); the derived dimensions (mode, extension, family)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import re
 from typing import Any
 
 from ..events.kinds.context import ArchiveExpanded, FileRead, SearchRan, ShellRan
+from ..events.kinds.tool import ToolCalled
 
 # Clients reject tool results over 25,000 tokens (``leanctx.commands.read``'s caps stay under
 # it): no plain tool's answer to one call is larger, so no call's baseline is either.
@@ -20,6 +22,12 @@ NO_EXT = "(none)"
 Spans = list[list[int]]  # runs [first, last] of lines, 1-based, inclusive, ascending, disjoint
 _PATTERN_SPLIT = re.compile(r"[:_.\s/-]")
 _UNFAMILIAR = {"", "raw", "generic"}
+# the commands a context tool call dispatches, whose refusal (a ``tool.called`` error) is the
+# answer the agent reads, and the tool it is charged to (coordination refusals are not the
+# context engine's; an internal dispatch's, a heartbeat's, reaches no agent)
+REFUSAL_TOOLS = {"read.record": "read", "shell.check": "shell", "shell.record": "shell", "search.record": "search",
+                 "archive.expand": "expand", "file.edit": "edit", "tree.record": "tree"}
+ERROR_MODE = "error"  # the mode of a refused read (a multi-path read's failed entry has it too)
 
 
 def read_baseline(ev: FileRead) -> tuple[int, int, int]:
@@ -140,6 +148,31 @@ def redeem_expansion(conn: Any, ev: ArchiveExpanded, agent: str, session: str, a
             (raw_left - back, view_left - used, json.dumps(held), ev.archive_id, agent, session),
         )
     return back
+
+
+def refusal(conn: Any, ev: ToolCalled, agent: str, session: str) -> tuple[str, str | None, int, str] | None:
+    """(tool, mode, tokens sent, encoding) of a refused context call's error answer — the
+    ``CODE: message`` text an MCP tool error carries, as recorded (the bus keeps 500 characters
+    of the message: a longer one counts what was kept), counted in the encoding of the
+    conversation's latest context row (``o200k_base`` before any) — or None: a success (its
+    context events count) or no context command's refusal."""
+    tool = REFUSAL_TOOLS.get(ev.command)
+    if ev.outcome != "error" or tool is None:
+        return None
+    from ..context.tokens import DEFAULT_ENCODING, count_tokens
+
+    row = conn.execute(
+        "SELECT encoding FROM savings_calls WHERE agent = ? AND session = ? AND encoding IS NOT NULL"
+        " ORDER BY position DESC LIMIT 1", (agent, session),
+    ).fetchone()
+    encoding = row[0] if row else DEFAULT_ENCODING
+    text = f"{ev.error_code or 'ERROR'}: {ev.error_message or ''}"
+    try:
+        sent = count_tokens(text, encoding)
+    except ValueError:  # an encoding spec not known here: the default counts (a projection never fails on it)
+        encoding = DEFAULT_ENCODING
+        sent = count_tokens(text, encoding)
+    return tool, ERROR_MODE if tool == "read" else None, sent, encoding
 
 
 # --- line runs (pure) ---------------------------------------------------------------------

@@ -1,6 +1,8 @@
 """``lean-ctx gain``: the savings report (tables per dimension, a per-day chart, totals).
 
-The tables get a ``deferred`` column when a row has deferred tokens: the raw tokens of capped
+Every token on record as sent to an agent counts as sent, a refused context call's error answer
+too (``leanctx.projections.savings``: what is not on record, the resume block for one, is not
+counted). The tables get a ``deferred`` column when a row has deferred tokens: the raw tokens of capped
 reads left in their archive and not expanded since (``SavingsRow.deferred_tokens``), counted
 neither as saved nor as sent. The tokenizer note names the encodings that counted, a
 correction factor as ``×F`` (``cl100k_base*1.1`` → ``cl100k×1.1``).
@@ -133,7 +135,7 @@ def gain_cmd(
 
     saved = raw − sent, negative when lean-ctx cost more than a plain tool (shown as is, never clamped).
 
-    A bounce (a full read of a file within 3 calls of compressed reads of it; a stub is not one) retracts those reads' savings and counts their tokens as wasted, once per full read; expanding an archive costs the tool whose output was archived; a capped answer's archived rest is deferred, not saved.
+    A bounce (a full read of a file within 3 calls of compressed reads of it; a stub is not one) retracts those reads' savings and counts their tokens as wasted, once per full read; expanding an archive costs the tool whose output was archived; a capped answer's archived rest is deferred, not saved; a refused call's error answer is sent (raw 0; a refused read's mode is error).
     """
     from ...projections import savings as sv
 

@@ -1,6 +1,7 @@
 """ctx_expand: send back an archived output, whole or a head, tail, line range or the lines
 matching a regex (numbered like the omission markers), within the answer cap, and record
-``archive.expanded`` with the tokens actually sent.
+``archive.expanded`` with the tokens actually sent (the budget warning line the expansion brings
+included, ``ops.budget_line``).
 
 Selectors (one at a time): ``head`` / ``tail`` N lines (N >= 1), ``lines`` ``"A-B"`` (``"A-"``
 to the end, ``"A"`` one line; numbered ``N:line``), ``grep`` a regex (matching lines,
@@ -60,6 +61,7 @@ from ..archive import ArchiveStore
 from ..commands.shell import MAX_LINE_SPANS, ExpandArchive
 from ..context.secrets import redact
 from ..errors import InvalidInput
+from .budget_line import sent_with_warning, with_warning
 from .cap import (
     ANSWER_CAP_TOKENS,
     MAX_CAP_TOKENS,
@@ -375,6 +377,7 @@ def expand(
         elif goes_on:
             body = f"{body}\n{goes_on}"
     sent = cut.text_tokens if cut is not None else count_tokens(body, encoding)  # the cap counted its text already
+    sent = sent_with_warning(lc, actor, body, sent, encoding)  # and the budget warning line it brings
     text_tokens, spans = _delivered(chosen, rendered, cut, first_char, encoding)
     red = redact(selector)  # a regex the agent typed could itself hold a secret
     res = lc.bus.dispatch(
@@ -383,8 +386,6 @@ def expand(
         actor=actor, session_id=session_id, project=project, now=now,
     ).value
     warning = res.budget.warning_line if res.budget is not None else None
-    if warning:
-        body = f"{body}\n[{warning}]"
-    return Expansion(archive_id=archive_id, selector=red.text, text=body, lines=len(chosen),
+    return Expansion(archive_id=archive_id, selector=red.text, text=with_warning(body, warning), lines=len(chosen),
                      total_lines=len(all_lines), sent_tokens=sent, truncated_lines=truncated, budget_warning=warning,
                      capped=capped, cap_tokens=cap)

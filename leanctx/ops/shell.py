@@ -32,7 +32,8 @@ and notes included) is archived whole; the agent receives its first lines, a not
 how many lines (and about how many tokens) were left out with the ``lean-ctx expand ID
 --lines N-M`` that gets them, and its last few lines (the summary and ``[exit N]`` stay). A
 single line too long to send is cut by characters (``--lines 'L[A-B]'`` gets the rest).
-``shell.ran`` records the tokens actually sent and ``omitted_lines`` counts the lines left out
+``shell.ran`` records the tokens actually sent (the budget warning line the run brings included,
+``ops.budget_line``) and ``omitted_lines`` counts the lines left out
 by compression plus those cut by the cap. It names one archive: the full output's when
 compression omitted lines (its id is in the markers), else the capped answer's. A capped run
 also records, for the savings accounting, the tokens of the whole answer the cap cut
@@ -66,6 +67,7 @@ from ..commands.shell import ArchiveInfo, CheckShellBudget, RecordShell
 from ..context.secret_providers import KEY_BEGIN
 from ..context.secrets import redact, scrub
 from ..errors import InvalidInput
+from .budget_line import sent_with_warning, with_warning
 from .cap import ANSWER_CAP_TOKENS, Cut, cap_lines, check_cap
 from .expand import Expansion, expand, parse_line_range
 from .process import DEFAULT_MAX_OUTPUT_BYTES, TIMEOUT_EXIT_CODE, StdinSource, execute
@@ -308,7 +310,7 @@ def _process(
         # the savings accounting of a cap (what the answer covered, what it deferred)
         answer_tokens = cut.whole_tokens  # the cap counted the whole answer already
         deferred = min(max(cut.rest_tokens, 0), answer_tokens)
-    sent_tokens = count_tokens(text, encoding)
+    sent_tokens = sent_with_warning(lc, actor, text, count_tokens(text, encoding), encoding)  # the line is sent
     rec = lc.bus.dispatch(
         RecordShell(command=cmd_text[:2000], pattern=pattern, exit_code=exit_code, raw_tokens=raw_tokens,
                     sent_tokens=sent_tokens, omitted_lines=omitted, archive=info, duration_ms=round(duration_ms, 3),
@@ -321,8 +323,7 @@ def _process(
     ).value
     budget: BudgetState | None = rec.budget
     warning = budget.warning_line if budget is not None else None
-    if warning:
-        text = f"{text}\n[{warning}]"
+    text = with_warning(text, warning)
     return ShellResult(
         command=cmd_text, exit_code=exit_code, text=text, pattern=pattern, raw_tokens=raw_tokens,
         sent_tokens=sent_tokens, omitted_lines=omitted, archive_id=info.archive_id if info else None,

@@ -6,7 +6,8 @@ recall use). The vector cache is brought current first (only new and changed fac
 vectors of facts that are gone are dropped). Without sqlite-vec (not installed, or it cannot be
 loaded) the answer is bm25's and its note says why. A query longer than ctx_search's 1,000
 characters is refused (``KNOWLEDGE_QUERY_TOO_LONG``); bm25 searches its first
-``MAX_QUERY_TERMS`` distinct terms and the answer's summary says how many more were dropped.
+``MAX_QUERY_TERMS`` distinct terms and the answer says how many more were dropped (its summary,
+and ``dropped_terms`` in the structured answer: ``RecallAnswer.fields``).
 """
 
 from __future__ import annotations
@@ -57,6 +58,11 @@ class RecallAnswer(msgspec.Struct):
         dropped = (f"; bm25 searched the first {MAX_QUERY_TERMS} distinct terms; {self.dropped_terms} more dropped"
                    if self.dropped_terms else "")
         return f"rankers: {'+'.join(self.rankers)}{fused}; {self.note}{dropped}"
+
+    def fields(self) -> dict[str, Any]:
+        """The structured answer every surface gives (``--json``, the MCP tool's content)."""
+        return {"hits": self.hits, "rankers": self.rankers, "semantic": self.semantic,
+                "dropped_terms": self.dropped_terms}
 
 
 def semantic_note(embedder: Any = _AUTO) -> tuple[Any, str]:

@@ -43,6 +43,7 @@ from leanctx.context.errors import (
     TokenizerUnknownEncoding,
 )
 from leanctx.context.tokens_pure import OverBudget, PureCounter, eligible
+from leanctx.errors import InvalidInput
 
 if TYPE_CHECKING:
     import tiktoken
@@ -54,6 +55,7 @@ __all__ = [
     "MODEL_ENV",
     "PURE_BUDGET",
     "ModelTokenizer",
+    "UnknownEncoding",
     "base_budget",
     "build_encoding",
     "count_tokens",
@@ -121,10 +123,30 @@ ENCODING_NAMES: Final = tuple(EXPECTED_SHA256)
 _lock = threading.Lock()
 
 
+class UnknownEncoding(TokenizerUnknownEncoding, InvalidInput):
+    """``TOKENIZER_UNKNOWN_ENCODING``, raised for a spec that names nothing usable: a
+    ``ContextError`` (as the engine's callers catch it) that is also an ``InvalidInput``, so that
+    every boundary translates it (HTTP 422, an MCP tool error, CLI exit 2) wherever the spec came
+    from: a request's ``encoding`` field reaches the tokenizer unchecked by the layers above."""
+
+    code = "TOKENIZER_UNKNOWN_ENCODING"
+
+    def __init__(self, message: str) -> None:
+        InvalidInput.__init__(self, self.code, message)  # code, bounded message, details, args
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
+
+
+def _shown(spec: str) -> str:
+    """A spec as a message quotes it (a request may send kilobytes)."""
+    return repr(spec) if len(spec) <= 80 else f"{spec[:60]!r}… ({len(spec):,} characters)"
+
+
 def _check_name(name: str) -> None:
     if name not in EXPECTED_SHA256:
-        raise TokenizerUnknownEncoding(
-            f"unknown encoding {name!r}; use one of {', '.join(ENCODING_NAMES)}"
+        raise UnknownEncoding(
+            f"unknown encoding {_shown(name)}; use one of {', '.join(ENCODING_NAMES)}"
             " (optionally with a correction factor: cl100k_base*1.1)."
         )
 
@@ -148,8 +170,8 @@ def parse_encoding(spec: str) -> tuple[str, Fraction]:
         except (ValueError, ZeroDivisionError):
             factor = Fraction(-1)
         if not 0 < factor <= _MAX_FACTOR:
-            raise TokenizerUnknownEncoding(
-                f"bad correction factor in {spec!r}; write NAME*FACTOR with 0 < FACTOR <= {_MAX_FACTOR}"
+            raise UnknownEncoding(
+                f"bad correction factor in {_shown(str(spec))}; write NAME*FACTOR with 0 < FACTOR <= {_MAX_FACTOR}"
                 " (e.g. cl100k_base*1.1)."
             )
     _specs[spec] = (name, factor)

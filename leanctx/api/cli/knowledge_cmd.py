@@ -69,7 +69,7 @@ def recall(
     cat = check_category(category) if category is not None else None
     ans = do_recall(lc, query, category=cat, limit=limit)
     if st.want_json(json_):
-        emit_json({"hits": ans.hits, "rankers": ans.rankers, "semantic": ans.semantic})
+        emit_json(ans.fields())
         return
     for h in ans.hits:
         sys.stdout.write("\n".join(entry_lines(h.entry)) + "\n")

@@ -60,7 +60,7 @@ def _recall(lc: Any, caller: Caller, a: KnowledgeArgs) -> dict[str, Any]:
     ans = recall(lc, a.query or "", category=cat, limit=a.limit or 10)
     lines = [line for h in ans.hits for line in entry_lines(h.entry)]
     text = "\n".join(lines) or f"no facts match {a.query!r}"
-    return {"text": f"{text}\n[{ans.summary}]", "hits": ans.hits, "rankers": ans.rankers, "semantic": ans.semantic}
+    return {"text": f"{text}\n[{ans.summary}]", **ans.fields()}
 
 
 def _show(lc: Any, caller: Caller, a: KnowledgeArgs) -> dict[str, Any]:

@@ -179,9 +179,9 @@ def test_long_lines_of_names_and_commands_stay_linear() -> None:
     texts = ["curl -u 'x " * 20_000, "Cookie: a=b; " * 50_000, '{"key": "v", "api-key": "abc", ' * 40_000,
              f"Authorization: Bearer {HEX}\n" * 20_000]
     for text in texts:
-        start = time.perf_counter()
+        start = time.process_time()  # CPU: a loaded machine stretches wall time
         redact(text)
-        assert time.perf_counter() - start < 10, text[:40]
+        assert time.process_time() - start < 10, text[:40]
 
 
 # --- through the real CLI: nothing planted reaches LEAN_CTX_HOME --------------------------------

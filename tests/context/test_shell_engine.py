@@ -627,7 +627,7 @@ def test_compression_time_is_linear_in_the_number_of_facts() -> None:
     lint = "".join(f"warning: unused variable `x{i}`\n --> src/lib.rs:{i}:9\n  |\n{i} |     let x{i} = 1;\n"
                    f"  |         ^^ help: prefix\n  |\n\n" for i in range(n // 7))
     for cmd, out in (("git status", status), ("python w.py", crash), ("cargo build", lint)):
-        t = time.perf_counter()
+        t = time.process_time()  # CPU: a loaded machine stretches wall time
         c = compress(cmd, out, "", 1)
-        assert time.perf_counter() - t < 8, cmd  # ~0.5 s here
+        assert time.process_time() - t < 8, cmd  # ~0.5 s here
         assert not any(line.startswith("[kept]") for line in c.text.splitlines())

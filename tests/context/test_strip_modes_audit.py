@@ -175,7 +175,7 @@ def test_aggressive_python_stdlib_files_still_parse_with_the_same_code() -> None
     stdlib = Path(sysconfig.get_paths()["stdlib"])
     pool = sorted(p for p in stdlib.glob("*.py") if p.stat().st_size < 150_000)
     files = random.Random(7).sample(pool, 30)
-    t0 = time.perf_counter()
+    t0 = time.process_time()  # CPU: a loaded machine stretches wall time
     bad = []
     for p in files:
         src = p.read_text(encoding="utf-8", errors="replace")
@@ -190,7 +190,7 @@ def test_aggressive_python_stdlib_files_still_parse_with_the_same_code() -> None
         except SyntaxError as e:
             bad.append(f"{p.name}: {e}")
     assert not bad, bad
-    assert time.perf_counter() - t0 < 10
+    assert time.process_time() - t0 < 10
 
 
 # ---------------------------------------------------------------- 5. entropy keeps structure

@@ -54,9 +54,9 @@ def test_fts_query_keeps_at_most_max_distinct_terms_duplicates_first() -> None:
 def test_projection_recall_of_a_huge_text_is_fast(app: LeanCtx) -> None:
     """The overview recalls facts for a task's whole text (no character cap there): 64k terms
     took ~20 s before the term cap (quadratic in FTS5's OR chain)."""
-    t = time.perf_counter()
+    t = time.process_time()  # CPU: a loaded machine stretches wall time
     hits = projection_recall(app.projections.reader("knowledge"), words(64_000))
-    assert time.perf_counter() - t < 2.0
+    assert time.process_time() - t < 2.0
     assert hits  # the first terms still match (w0..w31 are facts' words)
 
 

@@ -62,6 +62,28 @@ def _wait_dead(pid: int, timeout: float = 10.0) -> None:
     raise AssertionError(f"pid {pid} still runs")
 
 
+def _wait_refused(sock: Path, timeout: float = 10.0) -> None:
+    """Until nothing listens on ``sock`` any more. A killed multi-threaded process shows as a
+    zombie as soon as its first thread is gone; its files (the listening socket) close with the
+    last one, and a connection made in between is accepted into the backlog, then reset."""
+    import socket
+
+    deadline = time.monotonic() + timeout
+    here = os.getcwd()
+    try:
+        os.chdir(sock.parent)  # the path may be longer than a socket address holds
+        while time.monotonic() < deadline:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                try:
+                    s.connect(sock.name)
+                except ConnectionRefusedError:
+                    return
+            time.sleep(0.01)
+    finally:
+        os.chdir(here)
+    raise AssertionError(f"{sock} still accepts connections")
+
+
 def _stop(env: Env) -> None:
     env.run("daemon", "stop", check=False, timeout=30)
 
@@ -245,6 +267,7 @@ def test_stale_socket_falls_back_and_start_cleans_it(tmp_path: Path, db: Path) -
         _wait_dead(pid)
         sock = tmp_path / "h" / "daemon" / "lean-ctx.sock"
         assert sock.exists()  # SIGKILL left the socket behind
+        _wait_refused(sock)
         p = env.run("chat", "post", "--to", "all", "--title", "x", "--body", "y", db=db,
                     env={"LEAN_CTX_AGENT_ID": "a"})
         assert p.stdout.startswith("posted #1")  # in-process

@@ -307,12 +307,14 @@ def test_a_proof_is_created_and_verified_from_the_panel(live: Served, tab: Calla
     t = tab().open(live.url)
     page = t.page
     page.click("[data-testid=proof-create]")
-    page.wait_for_selector("[data-testid=proof-file]", timeout=15_000)
+    # a replay of the log on a loaded machine: a generous bound (the panel says when it fails)
+    page.wait_for_selector("[data-testid=proof-file], [data-testid=proof-note].neg", timeout=60_000)
+    assert not page.locator("[data-testid=proof-note].neg").count(), page.inner_text("[data-testid=proof-note]")
     info = live.get("/v1/proof/latest")
     assert page.inner_text("[data-testid=proof-file]") == info["file"]
     assert page.get_attribute("[data-testid=proof-verification]", "data-verified") == "none"
     page.click("[data-testid=proof-verify]")
-    page.wait_for_selector("[data-testid=proof-verification][data-verified=true]", timeout=15_000)
+    page.wait_for_selector("[data-testid=proof-verification][data-verified=true]", timeout=60_000)
     assert live.get("/v1/proof/latest")["verification"]["verified"] is True
     assert t.watch.problems() == []
 

@@ -31,6 +31,7 @@ from starlette.responses import Response
 from ...commands.chat_reads import NOW, AgentScope, check_since, poll_events
 from ...errors import InvalidInput, NotFound
 from ...events import StoredEvent, TopicFilter
+from ...ops.search_input import MAX_QUERY_CHARS
 from . import sse
 from .bodies import q_int, q_list, q_str
 from .responses import JSON, encode
@@ -148,7 +149,7 @@ class SearchAnswer(msgspec.Struct):
 
 async def search(request: Request) -> Response:
     st = srv(request)
-    q = q_str(request, "q", max_len=1000)
+    q = q_str(request, "q", max_len=MAX_QUERY_CHARS)  # the CLI's and ctx_search's cap
     if q is None or not q.strip():
         raise InvalidInput("EVENT_INVALID_QUERY", "give a search query: /v1/events/search?q=words")
     limit = q_int(request, "limit", 20, lo=1, hi=MAX_SEARCH) or 20
